@@ -1,0 +1,38 @@
+# quotaplane: the two commands are `make run` and `make test`; both set everything up first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+# Spark workers must use the venv's interpreter, not whatever python is first on PATH.
+export PYSPARK_PYTHON := $(abspath $(BIN)/python)
+export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
+# Keep the embedded Spark on loopback.
+export SPARK_LOCAL_IP ?= 127.0.0.1
+
+.PHONY: run test lint bench check-prereqs clean
+
+run: $(STAMP)
+	$(BIN)/quotaplane run
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.run
+
+check-prereqs:
+	@sh scripts/check-prereqs.sh "$(PYTHON)"
+
+$(STAMP): pyproject.toml | check-prereqs
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .ruff_cache .hypothesis

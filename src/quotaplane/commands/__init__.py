@@ -1,0 +1,1 @@
+"""Sub-commands of the `quotaplane` CLI; each module exposes `register(subparsers)`."""

@@ -1,0 +1,1 @@
+"""Configuration: Kafka-style `.properties` files and per-policy settings."""

@@ -1,0 +1,1 @@
+"""Metrics in Prometheus exposition format, named as the specs name them."""

@@ -1,0 +1,1 @@
+"""The Spark pipeline: `DataFrame -> DataFrame` policy transforms and the runs that wire them."""

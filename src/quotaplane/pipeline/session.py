@@ -1,0 +1,60 @@
+"""Building the SparkSession: embedded `local[*]` by default, any master or Spark Connect URL."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+# Settings that make a small, deterministic, quiet embedded Spark. Every value can be overridden
+# with `extra_conf` (or spark-submit --conf on a real cluster).
+DEFAULT_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}",
+    "spark.executor.extraJavaOptions": f"-Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}",
+}
+
+
+def _use_this_interpreter() -> None:
+    """Make Spark's Python workers run the interpreter that runs quotaplane (the venv's)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def build_session(
+    master: str | None = None,
+    remote: str | None = None,
+    app_name: str = "quotaplane",
+    extra_conf: dict[str, str] | None = None,
+) -> SparkSession:
+    """Return a SparkSession for `master` (default `local[*]`) or a Spark Connect `remote`.
+
+    Exactly one of `master`/`remote` may be given. With `remote` (``sc://host:port``) the
+    session is a Spark Connect client and no local JVM is started.
+    """
+    if master and remote:
+        raise ValueError("give either a Spark master URL or a Spark Connect URL, not both")
+    _use_this_interpreter()
+    conf = {**DEFAULT_CONF, **(extra_conf or {})}
+    if remote:
+        builder = SparkSession.builder.remote(remote).appName(app_name)
+        for key in ("spark.sql.session.timeZone", "spark.sql.shuffle.partitions"):
+            builder = builder.config(key, conf[key])
+        return builder.getOrCreate()
+    builder = SparkSession.builder.master(master or "local[*]").appName(app_name)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session

@@ -1,0 +1,1 @@
+"""Telemetry: schemas declared once, readers, validation and quarantine."""

@@ -1,0 +1,169 @@
+"""Reading telemetry into Spark: JSON Lines, CSV or Parquet, a file, a directory or a glob.
+
+Every row is read with all fields as text first, so a malformed value is never silently turned
+into null by the reader. Then each row is typed and checked against its `RecordSchema`: rows
+that break it go to the quarantine table with the reason and the original row as JSON, the rest
+are used. `read == used + quarantined` holds by construction and is reported per input.
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from quotaplane.errors import InputError
+from quotaplane.telemetry.schema import Field, RecordSchema
+
+CORRUPT = "_corrupt_record"
+REASON = "reason"
+FORMATS = ("jsonl", "csv", "parquet")
+_SUFFIX_FORMAT = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv",
+                  ".parquet": "parquet"}
+
+
+@dataclass
+class ReadCounts:
+    """How many rows an input had, and where they went."""
+
+    input: str
+    read: int
+    used: int
+    quarantined: int
+
+    def as_dict(self) -> dict[str, object]:
+        return {"input": self.input, "read": self.read, "used": self.used,
+                "quarantined": self.quarantined}
+
+
+@dataclass
+class ReadResult:
+    """A validated input: the typed rows to use, and the quarantined rows with their reasons."""
+
+    schema: RecordSchema
+    source: str
+    checked: DataFrame  # every row, typed, with `reason` (null when the row is used)
+
+    @property
+    def used(self) -> DataFrame:
+        return self.checked.where(F.col(REASON).isNull()).select(*self.schema.field_names)
+
+    @property
+    def quarantined(self) -> DataFrame:
+        """Columns: `input`, `record` (the schema's name), `reason`, `row` (original, as JSON)."""
+        return self.checked.where(F.col(REASON).isNotNull()).select(
+            F.lit(self.source).alias("input"),
+            F.lit(self.schema.name).alias("record"),
+            F.col(REASON),
+            F.col("_row").alias("row"),
+        )
+
+    def counts(self) -> ReadCounts:
+        """Count read/used/quarantined in one Spark action."""
+        row = self.checked.agg(
+            F.count(F.lit(1)).alias("read"),
+            F.count(F.when(F.col(REASON).isNull(), 1)).alias("used"),
+        ).first()
+        read, used = int(row["read"]), int(row["used"])
+        return ReadCounts(self.source, read, used, read - used)
+
+
+def detect_format(path: str) -> str:
+    """The format of `path` from its suffix, or of the files inside a directory."""
+    p = Path(path)
+    candidates = [p] if not p.is_dir() else sorted(q for q in p.rglob("*") if q.is_file())
+    if any(c in path for c in "*?["):
+        candidates = [Path(x) for x in sorted(globlib.glob(path))]
+    for c in candidates:
+        fmt = _SUFFIX_FORMAT.get(c.suffix.lower())
+        if fmt:
+            return fmt
+    raise InputError(path, "format", p.suffix or "(none)",
+                     "cannot tell the format: use .jsonl, .json, .csv or .parquet files")
+
+
+def read_raw(spark: SparkSession, schema: RecordSchema, path: str, fmt: str | None = None) -> DataFrame:
+    """Read `path` with every schema field as a string plus `_row` (the original row as JSON)."""
+    fmt = fmt or detect_format(path)
+    raw = schema.raw_schema()
+    if fmt == "jsonl":
+        with_corrupt = T.StructType([*raw.fields, T.StructField(CORRUPT, T.StringType(), True)])
+        df = (spark.read.schema(with_corrupt)
+              .option("mode", "PERMISSIVE")
+              .option("columnNameOfCorruptRecord", CORRUPT)
+              .option("primitivesAsString", "true")
+              .option("recursiveFileLookup", "true" if Path(path).is_dir() else "false")
+              .json(path))
+    elif fmt == "csv":
+        with_corrupt = T.StructType([*raw.fields, T.StructField(CORRUPT, T.StringType(), True)])
+        df = (spark.read.schema(with_corrupt)
+              .option("header", "true")
+              .option("mode", "PERMISSIVE")
+              .option("columnNameOfCorruptRecord", CORRUPT)
+              .option("enforceSchema", "false")
+              .csv(path))
+    elif fmt == "parquet":
+        src = spark.read.parquet(path)
+        present = set(src.columns)
+        df = src.select(
+            *[(F.col(f.name).cast("string") if f.name in present else F.lit(None).cast("string"))
+              .alias(f.name) for f in schema.fields],
+            F.lit(None).cast("string").alias(CORRUPT),
+        )
+    else:
+        raise InputError(path, "format", fmt, f"must be one of {', '.join(FORMATS)}")
+    original = F.coalesce(F.col(CORRUPT), F.to_json(F.struct(*[F.col(n) for n in schema.field_names])))
+    return df.withColumn("_row", original)
+
+
+def _typed(f: Field, col: Column) -> Column:
+    text = F.trim(col)
+    if f.type == "string":
+        return col
+    if f.type == "long":
+        return text.try_cast("long")
+    if f.type == "double":
+        return text.try_cast("double")
+    if f.type == "bool":
+        return F.when(F.lower(text).isin("true", "false"), F.lower(text) == "true")
+    # time_ms: epoch milliseconds, or an ISO-8601 timestamp
+    iso = F.unix_millis(F.try_to_timestamp(text))
+    return F.when(text.rlike(r"^[+-]?\d+$"), text.try_cast("long")).otherwise(iso)
+
+
+def _type_problem(f: Field, raw: Column, typed: Column) -> Column:
+    expected = {"long": "a whole number", "double": "a number", "string": "a string",
+                "bool": "true or false",
+                "time_ms": "epoch milliseconds or an ISO-8601 timestamp"}[f.type]
+    missing = raw.isNull() | (F.trim(raw) == "") if f.type != "string" else raw.isNull()
+    bad = F.when(raw.isNotNull() & typed.isNull(),
+                 F.format_string(f"field {f.name}=%s: must be {expected}", raw))
+    if f.required:
+        return F.when(missing, F.lit(f"field {f.name}: missing required field")).otherwise(bad)
+    return F.when(~missing, bad)
+
+
+def validate(schema: RecordSchema, raw: DataFrame) -> DataFrame:
+    """Type the raw string columns and add `reason`: the first problem of the row, or null."""
+    typed_cols = {f.name: _typed(f, F.col(f.name)) for f in schema.fields}
+    problems: list[Column] = [F.when(F.col(CORRUPT).isNotNull(), F.lit("unparsable record"))]
+    problems += [_type_problem(f, F.col(f.name), typed_cols[f.name]) for f in schema.fields]
+    typed = raw.select(
+        *[typed_cols[f.name].alias(f.name) for f in schema.fields],
+        F.coalesce(*problems).alias("_type_reason"),
+        F.col("_row"),
+    )
+    cols = {f.name: F.col(f.name) for f in schema.fields}
+    rule_reasons = [F.when(rule.violated(cols), F.lit(rule.reason)) for rule in schema.rules]
+    reason = F.coalesce(F.col("_type_reason"), *rule_reasons) if rule_reasons else F.col("_type_reason")
+    return typed.withColumn(REASON, reason).drop("_type_reason")
+
+
+def read_telemetry(spark: SparkSession, schema: RecordSchema, path: str,
+                   fmt: str | None = None) -> ReadResult:
+    """Read and check one input; see `ReadResult`."""
+    return ReadResult(schema, path, validate(schema, read_raw(spark, schema, path, fmt)))

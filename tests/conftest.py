@@ -1,0 +1,49 @@
+"""Shared test fixtures: one SparkSession for the whole test session, hypothesis profiles."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+# Differential tests run a Spark job per example: keep the example count modest and never
+# fail on timing. `HYPOTHESIS_PROFILE=thorough` runs many more examples on demand.
+settings.register_profile(
+    "default", max_examples=25, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.register_profile("spark", max_examples=12, deadline=None,
+                          suppress_health_check=list(HealthCheck))
+settings.register_profile("thorough", max_examples=400, deadline=None,
+                          suppress_health_check=list(HealthCheck))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """The one local SparkSession shared by every Spark test (2 cores, small shuffles)."""
+    from quotaplane.pipeline.session import build_session
+
+    session = build_session(
+        master="local[2]",
+        app_name="quotaplane-tests",
+        extra_conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+                    "spark.sql.adaptive.enabled": "false"},
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return REPO
