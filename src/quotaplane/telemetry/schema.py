@@ -177,4 +177,4 @@ def parse_iso_millis(text: str) -> int | None:
         return None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return int(round(parsed.timestamp() * 1000))
+    return round(parsed.timestamp() * 1000)
