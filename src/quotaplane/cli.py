@@ -19,6 +19,7 @@ from quotaplane.errors import ConfigError, ConfigErrors, InputError, QuotaplaneE
 COMMAND_MODULES: tuple[str, ...] = (
     "quotaplane.commands.config_check",
     "quotaplane.commands.storage",
+    "quotaplane.commands.run",
 )
 
 
