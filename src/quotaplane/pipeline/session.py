@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+import zipfile
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -51,10 +53,29 @@ def build_session(
         builder = SparkSession.builder.remote(remote).appName(app_name)
         for key in ("spark.sql.session.timeZone", "spark.sql.shuffle.partitions"):
             builder = builder.config(key, conf[key])
-        return builder.getOrCreate()
+        session = builder.getOrCreate()
+        session.addArtifacts(str(package_zip()), pyfile=True)
+        return session
     builder = SparkSession.builder.master(master or "local[*]").appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    if not (master or "local").startswith("local"):
+        session.sparkContext.addPyFile(str(package_zip()))
     return session
+
+
+def package_zip() -> Path:
+    """The `quotaplane` package as a zip, for executors that do not have it installed.
+
+    Python functions that Spark runs on executors (pandas UDFs) import `quotaplane`; shipping the
+    package with the job means any cluster with pyspark and its Python dependencies can run it.
+    """
+    package = Path(__file__).resolve().parents[1]
+    target = Path(tempfile.gettempdir()) / f"quotaplane-{os.getpid()}.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(package.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                zf.write(path, Path("quotaplane") / path.relative_to(package))
+    return target
