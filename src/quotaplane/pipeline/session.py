@@ -56,14 +56,21 @@ def build_session(
         session = builder.getOrCreate()
         session.addArtifacts(str(package_zip()), pyfile=True)
         return session
-    builder = SparkSession.builder.master(master or "local[*]").appName(app_name)
+    builder = SparkSession.builder.appName(app_name)
+    if master or not launched_by_spark_submit():
+        builder = builder.master(master or "local[*]")
     for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
-    if not (master or "local").startswith("local"):
+    if not session.sparkContext.master.startswith("local"):
         session.sparkContext.addPyFile(str(package_zip()))
     return session
+
+
+def launched_by_spark_submit() -> bool:
+    """True when spark-submit started this interpreter (then its --master and --conf apply)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 def package_zip() -> Path:
