@@ -20,6 +20,10 @@ COMMAND_MODULES: tuple[str, ...] = (
     "quotaplane.commands.config_check",
     "quotaplane.commands.storage",
     "quotaplane.commands.run",
+    "quotaplane.commands.backlog",
+    "quotaplane.commands.topics",
+    "quotaplane.commands.simulate",
+    "quotaplane.commands.clients",
 )
 
 

@@ -108,8 +108,12 @@ class RecordSchema:
 
 
 def _first_field_of(rule: Rule, schema: RecordSchema) -> str:
+    """The first field (in schema order) the rule's reason names as a whole identifier, so that
+    `ts_ms` is not taken for a mention of `oldest_unacked_publish_ts_ms`."""
+    import re
+
     for f in schema.fields:
-        if f.name in rule.reason:
+        if re.search(rf"(?<![A-Za-z0-9_]){re.escape(f.name)}(?![A-Za-z0-9_])", rule.reason):
             return f.name
     return schema.fields[0].name
 

@@ -1,0 +1,1 @@
+"""On-demand performance runs (`make bench`); not part of `make test`."""

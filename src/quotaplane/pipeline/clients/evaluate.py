@@ -1,0 +1,196 @@
+"""Per-request decisions in Spark: the sequential rate state of each sharing group.
+
+spec: Kafka client quotas (reference facts A2, A3), the rules of `quotaplane.policies.clients.engine`.
+The state (samples, token bucket) is sequential per (config, broker, quota type, metric tags), so the
+recorded requests are grouped by that key with `applyInPandas` and each group is evaluated by the
+numpy kernels of `kernels` (vectorised; see there for the two loops that are not). Requests whose type
+Kafka does not record (no entity sets its quota) need no state and stay in column expressions.
+
+The storage throttle factor in force (produce, with the storage callback) is looked up inside the
+group with `searchsorted` over the storage decisions, which are small (one row per storage
+evaluation) and travel with the function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from quotaplane.pipeline.clients import kernels
+from quotaplane.policies.clients.quota_types import (
+    CONTROLLER_MUTATION,
+    FETCH,
+    NANOS_TO_PERCENTAGE_PER_SECOND,
+    PRODUCE,
+    QUOTA_VALUE_TYPES,
+    REQUEST,
+)
+from quotaplane.policies.clients.settings import STRICT, ClientQuotaSettings
+
+GROUP_COLUMNS = ["config_id", "broker_id", "quota_type", "tag_user", "tag_client_id"]
+
+DECISION_SCHEMA = T.StructType([
+    T.StructField("config_id", T.LongType(), False),
+    T.StructField("broker_id", T.LongType(), False),
+    T.StructField("quota_type", T.StringType(), False),
+    T.StructField("tag_user", T.StringType(), False),
+    T.StructField("tag_client_id", T.StringType(), False),
+    T.StructField("ts_ms", T.LongType(), False),
+    T.StructField("user", T.StringType(), False),
+    T.StructField("client_id", T.StringType(), False),
+    T.StructField("value", T.DoubleType(), False),
+    T.StructField("value_units", T.LongType(), False),
+    T.StructField("recorded", T.BooleanType(), False),
+    T.StructField("quota_limit", T.DoubleType(), True),
+    T.StructField("quota_level", T.IntegerType(), True),
+    T.StructField("quota_source", T.StringType(), True),
+    T.StructField("throttle_factor", T.DoubleType(), True),
+    T.StructField("rate", T.DoubleType(), True),
+    T.StructField("window_ms", T.LongType(), True),
+    T.StructField("tokens", T.DoubleType(), True),
+    T.StructField("utilisation_pct", T.DoubleType(), True),
+    T.StructField("violated", T.BooleanType(), False),
+    T.StructField("throttled", T.BooleanType(), False),
+    T.StructField("throttle_time_ms", T.IntegerType(), False),
+    T.StructField("seq", T.LongType(), True),
+    T.StructField("_file", T.StringType(), True),
+    T.StructField("_row", T.LongType(), True),
+])
+DECISION_COLUMNS = [f.name for f in DECISION_SCHEMA.fields]
+
+
+@dataclass(frozen=True)
+class FactorTable:
+    """Storage decisions in decision order (ts, cluster before broker, smallest factor last)."""
+
+    ts_ms: np.ndarray
+    factor: np.ndarray
+    observing_broker_id: np.ndarray  # -1 where the decision is cluster-wide
+    cluster: np.ndarray
+
+    @staticmethod
+    def from_pandas(pdf: pd.DataFrame | None) -> FactorTable:
+        if pdf is None or pdf.empty:
+            empty = np.zeros(0)
+            return FactorTable(empty.astype(np.int64), empty, empty.astype(np.int64), empty.astype(bool))
+        ts = pdf["ts_ms"].to_numpy(dtype=np.int64)
+        factor = pdf["throttle_factor"].to_numpy(dtype=np.float64)
+        observing = (pdf["observing_broker_id"] if "observing_broker_id" in pdf
+                     else pd.Series([None] * len(pdf), dtype=object))
+        cluster = observing.isna().to_numpy()
+        broker = np.where(cluster, -1, observing.fillna(-1).to_numpy(dtype=np.float64)).astype(np.int64)
+        order = np.lexsort((-factor, (~cluster).astype(np.int64), ts))
+        return FactorTable(ts[order], factor[order], broker[order], cluster[order])
+
+    def for_broker(self, broker_id: int) -> tuple[np.ndarray, np.ndarray]:
+        keep = self.cluster | (self.observing_broker_id == broker_id)
+        return self.ts_ms[keep], self.factor[keep]
+
+
+def units_of(quota_type: str, value: np.ndarray) -> np.ndarray:
+    if quota_type == REQUEST:
+        return kernels.java_round(value * 1e6)
+    return value.astype(np.int64)
+
+
+def group_function(settings: ClientQuotaSettings,
+                   factors: FactorTable) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """The function each group runs (closes over the settings and the storage decisions)."""
+
+    def evaluate_group(pdf: pd.DataFrame) -> pd.DataFrame:
+        pdf = pdf.sort_values(["ts_ms", "_file", "_row"], kind="stable").reset_index(drop=True)
+        n = len(pdf)
+        quota_type = str(pdf["quota_type"].iat[0])
+        t = pdf["ts_ms"].to_numpy(dtype=np.int64)
+        value = pdf["value"].to_numpy(dtype=np.float64)
+        units = units_of(quota_type, value)
+        base = pdf["base_limit"].to_numpy(dtype=np.float64)
+        has_client = ~np.isnan(base)
+        factor = np.full(n, np.nan)
+        if quota_type == PRODUCE and settings.storage_combined:
+            times, values = factors.for_broker(int(pdf["broker_id"].iat[0]))
+            factor = kernels.factor_in_force(times, values, t)
+            static = np.nan if settings.static_produce is None else settings.static_produce
+            chosen = np.where(has_client, base, static)
+            with np.errstate(invalid="ignore"):
+                limit = np.where(np.isnan(chosen), np.where(factor == 0.0, 1.0, np.nan),
+                                 np.maximum(chosen * factor, 1.0))
+            source = np.where(has_client, "client", "static").astype(object)
+        else:
+            limit = base
+            source = np.where(has_client, "client", None).astype(object)
+        if quota_type == CONTROLLER_MUTATION:
+            result = kernels.mutation_group(
+                t, units, float(limit[0]), settings.controller_mutation_mode == STRICT,
+                settings.controller_window_num, settings.controller_window_ms,
+                settings.metrics_num_samples, settings.metrics_sample_window_ms)
+        else:
+            result = kernels.sampled_group(
+                t, units, limit, settings.window_num, settings.window_ms,
+                scale=NANOS_TO_PERCENTAGE_PER_SECOND if quota_type == REQUEST else 1.0,
+                cap_ms=settings.request_max_throttle_ms if quota_type == REQUEST else None,
+                unrecord=quota_type == FETCH)
+        level = pdf["quota_level"].to_numpy(dtype=np.int64)
+        return pd.DataFrame({
+            "config_id": pdf["config_id"], "broker_id": pdf["broker_id"], "quota_type": pdf["quota_type"],
+            "tag_user": pdf["tag_user"], "tag_client_id": pdf["tag_client_id"], "ts_ms": t,
+            "user": pdf["user"], "client_id": pdf["client_id"], "value": value, "value_units": units,
+            "recorded": np.ones(n, dtype=bool),
+            "quota_limit": limit,
+            "quota_level": pd.Series(level.astype(np.int32), dtype="Int32").mask(level <= 0),
+            "quota_source": source,
+            "throttle_factor": factor,
+            "rate": result.rate, "window_ms": result.window_ms, "tokens": result.tokens,
+            "utilisation_pct": kernels.utilisation(result.rate, limit),
+            "violated": result.violated, "throttled": result.throttle_ms > 0,
+            "throttle_time_ms": result.throttle_ms.astype(np.int32),
+            "seq": np.arange(n, dtype=np.int64), "_file": pdf["_file"], "_row": pdf["_row"],
+        })
+
+    return evaluate_group
+
+
+def _units_column() -> Column:
+    value = F.col("value")
+    scaled = value * F.lit(1e6)
+    rounded = F.floor(scaled) + F.when(scaled - F.floor(scaled) >= 0.5, 1).otherwise(0)
+    return F.when(F.col("quota_type") == REQUEST, rounded).otherwise(value.cast("long")).cast("long")
+
+
+def evaluate_requests(resolved: DataFrame, settings: ClientQuotaSettings,
+                      factors: FactorTable | None = None) -> DataFrame:
+    """Per-request decisions (`DECISION_SCHEMA`, plus `quota_value` when the KIP-786 metric is on).
+
+    `resolved` is `resolve.resolve_quotas` output with `_file` and `_row` (the input order, which
+    breaks ties between requests of one group at the same millisecond).
+    """
+    factors = factors or FactorTable.from_pandas(None)
+    inputs = resolved.select(*GROUP_COLUMNS, "ts_ms", "user", "client_id", "value", "recorded",
+                             "base_limit", F.coalesce("quota_level", F.lit(0)).alias("quota_level"),
+                             "_file", "_row")
+    recorded = (inputs.where(F.col("recorded"))
+                .groupBy(*GROUP_COLUMNS)
+                .applyInPandas(group_function(settings, factors), schema=DECISION_SCHEMA))
+    unrecorded = inputs.where(~F.col("recorded")).select(
+        *GROUP_COLUMNS, "ts_ms", "user", "client_id", "value",
+        _units_column().alias("value_units"), F.lit(False).alias("recorded"),
+        F.col("base_limit").alias("quota_limit"),
+        F.when(F.col("quota_level") > 0, F.col("quota_level")).cast("int").alias("quota_level"),
+        F.when(F.col("base_limit").isNotNull(), F.lit("client")).alias("quota_source"),
+        F.lit(None).cast("double").alias("throttle_factor"), F.lit(None).cast("double").alias("rate"),
+        F.lit(None).cast("long").alias("window_ms"), F.lit(None).cast("double").alias("tokens"),
+        F.lit(None).cast("double").alias("utilisation_pct"), F.lit(False).alias("violated"),
+        F.lit(False).alias("throttled"), F.lit(0).cast("int").alias("throttle_time_ms"),
+        F.lit(None).cast("long").alias("seq"), "_file", "_row",
+    )
+    out = recorded.unionByName(unrecorded)
+    if settings.quota_value_metric:
+        out = out.withColumn("quota_value", F.when(F.col("recorded") & F.col("quota_type").isin(
+            *sorted(QUOTA_VALUE_TYPES)), F.col("quota_limit")))
+    return out

@@ -1,0 +1,225 @@
+"""The client quota stage of `quotaplane run`.
+
+Reads `client_requests` telemetry and the client quota configuration (`ctx.configs.client_quotas`),
+and from the broker/storage properties (`ctx.configs.storage`, when present) the quota windows,
+`client.quota.value.metric.enable` and the static produce quota. When the storage stage ran (its
+decisions in `ctx.shared["storage_decisions"]`) or a storage configuration is given, the storage
+callback is installed: produce limits follow the storage throttle factor.
+
+Writes under the output directory:
+- `client_request_decisions/`: one row per request (tags, limit, rate, throttle time);
+- `client_quota_intervals/`: per broker, quota type, metric tags and interval;
+- `client_quota_standing/`: per broker, quota type and metric tags over the whole input;
+- `quarantine/client_requests/`: rows that broke the telemetry schema, with the reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from quotaplane.config.clients import load_client_quotas, settings_from_properties
+from quotaplane.config.properties import load_properties
+from quotaplane.metrics import clients as client_metrics
+from quotaplane.pipeline.clients.aggregate import KEY, interval_rows, standing_rows
+from quotaplane.pipeline.clients.evaluate import FactorTable, evaluate_requests
+from quotaplane.pipeline.clients.resolve import quota_table, resolve_quotas
+from quotaplane.pipeline.stage import RunContext, StageResult, find_input
+from quotaplane.policies.clients.quota_types import PRODUCE
+from quotaplane.policies.clients.settings import ClientQuotaSettings
+from quotaplane.report import clients as client_report
+from quotaplane.telemetry.clients import CLIENT_REQUESTS
+from quotaplane.telemetry.readers import REASON, ReadResult, read_telemetry
+
+NAME = "clients"
+INPUT = "client_requests"
+DECISIONS_TABLE = "client_request_decisions"
+INTERVALS_TABLE = "client_quota_intervals"
+STANDING_TABLE = "client_quota_standing"
+
+
+def with_input_order(read: ReadResult) -> DataFrame:
+    """The used rows with `_file` and `_row` (file, then position in it): the order that breaks ties
+    between requests of one sharing group at the same millisecond. Taken in the scan's stage."""
+    return (read.checked.where(F.col(REASON).isNull())
+            .select(*CLIENT_REQUESTS.field_names, F.input_file_name().alias("_file"),
+                    F.monotonically_increasing_id().alias("_row"))
+            .withColumn("config_id", F.lit(0).cast("long")))
+
+
+def _factor_table(decisions: DataFrame | None) -> tuple[FactorTable, list[dict[str, Any]]]:
+    if decisions is None:
+        return FactorTable.from_pandas(None), []
+    columns = ["ts_ms", "throttle_factor"]
+    if "observing_broker_id" in decisions.columns:
+        columns.append("observing_broker_id")
+    pdf = decisions.select(*columns).where(F.col("throttle_factor").isNotNull()).toPandas()
+    rows = pdf.to_dict("records")
+    for row in rows:
+        observing = row.get("observing_broker_id")
+        row["observing_broker_id"] = None if observing is None or observing != observing else int(observing)
+    return FactorTable.from_pandas(pdf), rows
+
+
+def run_stage(ctx: RunContext) -> StageResult | None:
+    path = find_input(ctx.telemetry_dir, INPUT)
+    if path is None or ctx.configs.client_quotas is None:
+        return None
+    config = load_client_quotas(ctx.configs.client_quotas)
+    broker_props = load_properties(ctx.configs.storage) if ctx.configs.storage is not None else {}
+    storage_decisions = ctx.shared.get("storage_decisions")
+    storage_combined = ctx.configs.storage is not None or storage_decisions is not None
+    settings = settings_from_properties(broker_props, storage_combined=storage_combined)
+    spark = ctx.spark
+    out = ctx.out_dir
+
+    with ctx.progress.step("clients: reading client requests"):
+        read = read_telemetry(spark, CLIENT_REQUESTS, path)
+        counts = read.counts()
+        read.quarantined.write.mode("overwrite").parquet(str(out / "quarantine" / CLIENT_REQUESTS.name))
+
+    factors, decision_rows = _factor_table(storage_decisions)
+    with ctx.progress.step("clients: measuring rates and throttle times"):
+        resolved = resolve_quotas(with_input_order(read), quota_table(spark, {0: config}), storage_combined)
+        decisions = evaluate_requests(resolved, settings, factors)
+        decisions.drop("config_id", "_file", "_row").write.mode("overwrite").parquet(
+            str(out / DECISIONS_TABLE))
+        decisions = _read_back(spark, out / DECISIONS_TABLE)
+
+    with ctx.progress.step("clients: intervals and standing"):
+        intervals = interval_rows(decisions, settings.interval_ms, settings.quota_value_metric)
+        intervals.drop("config_id").write.mode("overwrite").parquet(str(out / INTERVALS_TABLE))
+        intervals = _read_back(spark, out / INTERVALS_TABLE)
+        standing = standing_rows(intervals)
+        standing.drop("config_id").write.mode("overwrite").parquet(str(out / STANDING_TABLE))
+        standing_list = [r.asDict() for r in spark.read.parquet(str(out / STANDING_TABLE)).collect()]
+        totals = _totals(decisions)
+
+    latest = _latest_rows(intervals)
+    client_metrics.register(ctx.registry, latest, standing_list, settings.quota_value_metric)
+    ctx.shared["client_request_decisions"] = decisions
+
+    summary = {**totals, "sharing_groups": len(standing_list),
+               "over_quota_groups": sum(1 for r in standing_list if r["standing"] == "over"),
+               "near_quota_groups": sum(1 for r in standing_list if r["standing"] == "near"),
+               "settings": _settings_summary(settings),
+               "quota_entities": len(config)}
+    sections = client_report.build_sections(
+        standing_list, summary, _throttled_intervals(intervals, standing_list),
+        _storage_report(intervals, standing_list, decision_rows, settings) if storage_combined else None)
+    return StageResult(NAME, summary, [counts], sections, _console(summary, standing_list, settings))
+
+
+def _read_back(spark: SparkSession, path: Path) -> DataFrame:
+    """A table just written, read back (so later steps do not recompute it), with `config_id` 0."""
+    return spark.read.parquet(str(path)).withColumn("config_id", F.lit(0).cast("long"))
+
+
+def _totals(decisions: DataFrame) -> dict[str, Any]:
+    rows = decisions.groupBy("quota_type").agg(
+        F.count(F.lit(1)).alias("requests"),
+        F.count(F.when(F.col("recorded"), 1)).alias("recorded"),
+        F.count(F.when(F.col("violated"), 1)).alias("violated"),
+        F.count(F.when(F.col("throttled"), 1)).alias("throttled"),
+        F.sum(F.col("throttle_time_ms").cast("long")).alias("throttle_ms"),
+        F.min("throttle_factor").alias("factor_min"),
+    ).collect()
+    by_type = {r["quota_type"]: {"requests": r["requests"], "recorded": r["recorded"],
+                                 "violated": r["violated"], "throttled": r["throttled"],
+                                 "throttle_time_total_ms": int(r["throttle_ms"] or 0)} for r in rows}
+    factors = [r["factor_min"] for r in rows if r["factor_min"] is not None]
+    return {
+        "requests": sum(v["requests"] for v in by_type.values()),
+        "recorded_requests": sum(v["recorded"] for v in by_type.values()),
+        "violated_requests": sum(v["violated"] for v in by_type.values()),
+        "throttled_requests": sum(v["throttled"] for v in by_type.values()),
+        "throttle_time_total_ms": sum(v["throttle_time_total_ms"] for v in by_type.values()),
+        "throttle_factor_min": min(factors) if factors else None,
+        "by_quota_type": by_type,
+    }
+
+
+def _latest_rows(intervals: DataFrame) -> list[dict[str, Any]]:
+    fields = ["rate", "throttle_time_avg_ms", "quota_limit", "utilisation_pct", "tokens"]
+    if "quota_value" in intervals.columns:
+        fields.append("quota_value")
+    last = intervals.groupBy(*KEY).agg(
+        F.max_by(F.struct(*fields), "interval_start_ms").alias("last"))
+    return [{**{k: r[k] for k in KEY}, **r["last"].asDict()} for r in last.collect()]
+
+
+def _throttled_intervals(intervals: DataFrame, standing: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    top = sorted((r for r in standing if r["throttle_time_total_ms"] > 0),
+                 key=lambda r: -r["throttle_time_total_ms"])[:5]
+    return _intervals_of(intervals, top)
+
+
+def _intervals_of(intervals: DataFrame, groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if not groups:
+        return []
+    condition = None
+    for g in groups:
+        this = ((F.col("broker_id") == g["broker_id"]) & (F.col("quota_type") == g["quota_type"])
+                & (F.col("user") == g["user"]) & (F.col("client_id") == g["client_id"]))
+        condition = this if condition is None else condition | this
+    return [r.asDict() for r in intervals.where(condition).collect()]
+
+
+def _storage_report(intervals: DataFrame, standing: list[dict[str, Any]], decision_rows: list[dict[str, Any]],
+                    settings: ClientQuotaSettings) -> dict[str, Any]:
+    produce = intervals.where(F.col("quota_type") == PRODUCE)
+    impact_rows = produce.groupBy(*KEY).agg(
+        F.min("quota_limit_min").alias("quota_limit_min"),
+        F.count(F.when(F.col("throttle_factor_min") < 1.0, 1)).alias("factor_intervals"),
+        F.sum(F.when(F.col("throttle_factor_min") < 1.0, F.col("throttled_requests")).otherwise(0))
+        .alias("throttled_under_factor"),
+    ).where(F.col("factor_intervals") > 0).collect()
+    base = _base_limits(intervals)
+    impact = sorted(({**r.asDict(), "base": base.get(tuple(r[k] for k in KEY))} for r in impact_rows),
+                    key=lambda r: (-r["throttled_under_factor"], -r["factor_intervals"]))[:15]
+    busiest = sorted((r for r in standing if r["quota_type"] == PRODUCE and r["quota_limit_min"] is not None),
+                     key=lambda r: -r["rate_max"])[:5]
+    return {"decisions": decision_rows, "produce_intervals": _intervals_of(intervals, busiest),
+            "impact": impact, "static_produce": settings.static_produce}
+
+
+def _base_limits(intervals: DataFrame) -> dict[tuple[Any, ...], float | None]:
+    """The produce limit with a factor of 1 (the highest limit seen), per produce group."""
+    rows = intervals.where(F.col("quota_type") == PRODUCE).groupBy(*KEY).agg(
+        F.max(F.when(F.col("throttle_factor_min") == 1.0, F.col("quota_limit"))).alias("base")).collect()
+    return {tuple(r[k] for k in KEY): r["base"] for r in rows}
+
+
+def _settings_summary(settings: ClientQuotaSettings) -> dict[str, Any]:
+    return {"quota.window.num": settings.window_num,
+            "quota.window.size.seconds": settings.window_size_seconds,
+            "client.quota.value.metric.enable": settings.quota_value_metric,
+            "storage_callback": settings.storage_combined,
+            "static_produce": settings.static_produce,
+            "controller_mutation_mode": settings.controller_mutation_mode,
+            "interval_ms": settings.interval_ms}
+
+
+def _console(summary: dict[str, Any], standing: list[dict[str, Any]],
+             settings: ClientQuotaSettings) -> list[str]:
+    requests = summary["requests"]
+    throttled = summary["throttled_requests"]
+    share = 100.0 * throttled / requests if requests else 0.0
+    lines = [f"{requests:,} requests ({summary['recorded_requests']:,} recorded), {throttled:,} throttled "
+             f"({share:.1f}%), {summary['throttle_time_total_ms'] / 1000:,.1f} s of throttle time"]
+    over = sorted((r for r in standing if r["standing"] == "over"), key=lambda r: -r["utilisation_max_pct"])
+    line = f"{len(standing)} sharing groups, {len(over)} over quota, {summary['near_quota_groups']} near it"
+    if over:
+        top = over[0]
+        line += (f"; furthest over: {top['quota_type']} user={top['user'] or '-'} "
+                 f"client-id={top['client_id'] or '-'} on broker {top['broker_id']} at "
+                 f"{top['utilisation_max_pct']:,.0f}%")
+    lines.append(line)
+    if settings.storage_combined:
+        factor = summary.get("throttle_factor_min")
+        lines.append("produce limits follow the storage throttle factor"
+                     + (f" (lowest {factor:g})" if factor is not None else ""))
+    return lines

@@ -1,0 +1,225 @@
+"""The `storage_decisions` table in Spark: one row per round (per round and active broker for the
+local source), equal to the reference engine's `evaluate_rounds` rows.
+
+Spark-native: column expressions, joins, and window functions over each cluster's rounds in order
+(the strimzi validity is a `last(..., ignorenulls)` window; its observation cache a bucketed range
+join). No Python UDF.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from quotaplane.config.storage import StorageConfig
+from quotaplane.pipeline.storage import limits
+from quotaplane.pipeline.storage.rounds import ROUND, Rounds, build_rounds, round_columns
+from quotaplane.policies.storage.decision import MISSING_BROKER_DATA
+
+# Column order of the `storage_decisions` table.
+DECISION_COLUMNS = [
+    "ts", "ts_ms", "cluster", "poll_id", "round_window", "source", "observing_broker_id",
+    "throttle_factor", "throttling_broker_id", "throttling_log_dir", "fallback_reason",
+    "fallback_applied", "collection_error", "active_brokers", "active_log_dirs", "missing_brokers",
+    "used_bytes", "effective_produce_limit",
+]
+WORST_FIELDS = ("volume_factor", "headroom", "broker_id", "log_dir")
+
+
+def _worst() -> Column:
+    """The throttling volume of a group: the minimum of (factor, headroom, broker id, log dir)."""
+    return F.min(F.struct(*WORST_FIELDS)).alias("worst")
+
+
+@dataclass
+class StorageEvaluation:
+    """What one configuration gives: its decisions, and the counted volume observations of every
+    round with the configuration's per-volume limit columns (for the summary and the report)."""
+
+    decisions: DataFrame
+    volumes: DataFrame
+
+
+def evaluate(config: StorageConfig, volumes: DataFrame, membership: DataFrame,
+             errors: DataFrame) -> StorageEvaluation:
+    """Evaluate a whole history (typed telemetry as `read_telemetry(...).used` gives it)."""
+    r = build_rounds(volumes, membership, errors, config.check_interval_ms)
+    if config.evaluation == "cluster":
+        decisions = _cluster(config, r)
+    elif config.evaluation == "local":
+        decisions = _local(config, r)
+    else:
+        decisions = _strimzi(config, r)
+    counted = r.considered.join(r.rounds.select(*ROUND, "round_ts"), ROUND)
+    if config.hard is not None and config.soft is not None:
+        counted = counted.transform(limits.assess(config.soft, config.hard))
+    return StorageEvaluation(decisions.select(*DECISION_COLUMNS), counted.select(
+        *round_columns()[:3], "broker_id", "log_dir", "total_bytes", "available_bytes",
+        *[c for c in counted.columns if c in ("soft_threshold", "hard_threshold", "soft_breached",
+                                                "hard_breached", "volume_factor", "headroom")]))
+
+
+def storage_decisions(config: StorageConfig, volumes: DataFrame, membership: DataFrame,
+                      errors: DataFrame) -> DataFrame:
+    """The `storage_decisions` rows of a history."""
+    return evaluate(config, volumes, membership, errors).decisions
+
+
+def _effective_produce(config: StorageConfig, factor: Column) -> Column:
+    """`max(produce * factor, 1.0)`; unlimited stays unlimited (null) unless the factor is 0."""
+    produce = config.quotas.produce
+    if produce is None:
+        return F.when(factor == 0.0, F.lit(1.0)).otherwise(F.lit(None).cast("double"))
+    return F.greatest(F.lit(float(produce)) * factor, F.lit(1.0))
+
+
+def _finish(config: StorageConfig, df: DataFrame, source: str) -> DataFrame:
+    """Add the identity columns, the effective produce limit and the column types of the table."""
+    return df.select(
+        *round_columns(),
+        F.lit(source).alias("source"),
+        F.col("observing_broker_id").cast("long").alias("observing_broker_id"),
+        F.col("throttle_factor").cast("double").alias("throttle_factor"),
+        F.col("throttling_broker_id").cast("long").alias("throttling_broker_id"),
+        F.col("throttling_log_dir").cast("string").alias("throttling_log_dir"),
+        F.col("fallback_reason").cast("string").alias("fallback_reason"),
+        F.col("fallback_applied").cast("boolean").alias("fallback_applied"),
+        F.col("error").alias("collection_error"),
+        F.coalesce(F.col("active_brokers"), F.lit(0)).cast("long").alias("active_brokers"),
+        F.coalesce(F.col("active_log_dirs"), F.lit(0)).cast("long").alias("active_log_dirs"),
+        F.coalesce(F.col("missing_brokers"), F.lit(0)).cast("long").alias("missing_brokers"),
+        F.col("used_bytes").cast("long").alias("used_bytes"),
+        _effective_produce(config, F.col("throttle_factor").cast("double")).alias("effective_produce_limit"),
+    )
+
+
+def _round_counts(r: Rounds) -> DataFrame:
+    """Per round: active brokers, counted log dirs, active brokers with no observation."""
+    active = r.active.groupBy(*ROUND).agg(F.count(F.lit(1)).alias("active_brokers"))
+    dirs = r.considered.groupBy(*ROUND).agg(F.count(F.lit(1)).alias("active_log_dirs"))
+    seen = r.considered.select(*ROUND, "broker_id").distinct()
+    missing = (r.active.join(seen, [*ROUND, "broker_id"], "left_anti")
+               .groupBy(*ROUND).agg(F.count(F.lit(1)).alias("missing_brokers")))
+    return (r.rounds.join(active, ROUND, "left").join(dirs, ROUND, "left").join(missing, ROUND, "left")
+            .fillna(0, ["active_brokers", "active_log_dirs", "missing_brokers"]))
+
+
+def _cluster(config: StorageConfig, r: Rounds) -> DataFrame:
+    """spec dialect, cluster source: minimum volume factor over the active brokers, or the fallback."""
+    assert config.soft is not None and config.hard is not None
+    worst = (r.considered.transform(limits.assess(config.soft, config.hard))
+             .groupBy(*ROUND).agg(_worst()))
+    df = _round_counts(r).join(worst, ROUND, "left")
+    fallback = F.lit(config.fallback_factor)
+    failed, missing = F.col("error").isNotNull(), F.col("missing_brokers") > 0
+    computed = F.coalesce(F.col("worst.volume_factor"), F.lit(1.0))
+    throttling = ~failed & ~missing & (computed < 1.0)
+    reason = F.when(failed, F.col("error")).when(missing, F.lit(MISSING_BROKER_DATA))
+    return _finish(config, df.select(
+        "*",
+        F.lit(None).cast("long").alias("observing_broker_id"),
+        F.when(failed | missing, fallback).otherwise(computed).alias("throttle_factor"),
+        F.when(throttling, F.col("worst.broker_id")).alias("throttling_broker_id"),
+        F.when(throttling, F.col("worst.log_dir")).alias("throttling_log_dir"),
+        reason.alias("fallback_reason"),
+        reason.isNotNull().alias("fallback_applied"),
+        F.lit(None).cast("long").alias("used_bytes"),
+    ), "cluster")
+
+
+def _local(config: StorageConfig, r: Rounds) -> DataFrame:
+    """Deprecated local source: per round and active broker, the legacy rule on its own volumes."""
+    own = (r.considered.groupBy(*ROUND, "broker_id")
+           .agg(F.sum(F.col("total_bytes") - F.col("available_bytes")).alias("used"),
+                F.count(F.lit(1)).alias("own_dirs")))
+    rounds = _round_counts(r).drop("active_log_dirs", "missing_brokers")
+    df = r.active.join(rounds, ROUND).join(own, [*ROUND, "broker_id"], "left")
+    fallback = F.lit(config.fallback_factor)
+    failed, missing = F.col("error").isNotNull(), F.col("used").isNull()
+    computed = limits.legacy_factor(F.col("used"), config.legacy_soft_bytes, config.legacy_hard_bytes)
+    factor = F.when(failed | missing, fallback).otherwise(computed)
+    reason = F.when(failed, F.col("error")).when(missing, F.lit(MISSING_BROKER_DATA))
+    return _finish(config, df.select(
+        "*",
+        F.col("broker_id").alias("observing_broker_id"),
+        factor.alias("throttle_factor"),
+        F.when(~failed & ~missing & (computed < 1.0), F.col("broker_id")).alias("throttling_broker_id"),
+        F.lit(None).cast("string").alias("throttling_log_dir"),
+        reason.alias("fallback_reason"),
+        reason.isNotNull().alias("fallback_applied"),
+        F.coalesce(F.col("own_dirs"), F.lit(0)).alias("active_log_dirs"),
+        F.when(missing, 1).otherwise(0).alias("missing_brokers"),
+        F.col("used").alias("used_bytes"),
+    ), "local")
+
+
+def _strimzi(config: StorageConfig, r: Rounds) -> DataFrame:
+    """strimzi dialect: circuit breaker over the cached observations, strict validity, fallback once
+    per transition (see `quotaplane.policies.storage.strimzi`)."""
+    base = _round_counts(r)
+    none_long, none_str = F.lit(None).cast("long"), F.lit(None).cast("string")
+    common = [none_long.alias("observing_broker_id"), none_long.alias("used_bytes")]
+    if not config.checks_enabled:
+        return _finish(config, base.select(
+            "*", *common, F.lit(1.0).alias("throttle_factor"), none_long.alias("throttling_broker_id"),
+            none_str.alias("throttling_log_dir"), none_str.alias("fallback_reason"),
+            F.lit(False).alias("fallback_applied")), "strimzi")
+
+    in_order = Window.partitionBy("cluster").orderBy("round_ts", "is_window", "round_no")
+    seq = base.select("*", F.row_number().over(in_order).alias("seq"))
+    worst = _cached_worst(config, r, seq)
+    df = seq.join(worst, ["cluster", "seq"], "left")
+    success = F.col("error").isNull()
+    so_far = in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    carried = F.last(F.when(success, F.struct(
+        F.coalesce(F.col("worst.volume_factor"), F.lit(1.0)).alias("factor"),
+        F.when(F.col("worst.volume_factor") < 1.0, F.col("worst")).alias("worst"))), ignorenulls=True)
+    valid_from = F.coalesce(F.last(F.when(success, F.col("round_ts")), ignorenulls=True).over(so_far),
+                            F.min("round_ts").over(Window.partitionBy("cluster")))
+    expired = ~success & ((F.col("round_ts") - valid_from) > F.lit(config.validity_expired_after_ms))
+    df = df.select("*", carried.over(so_far).alias("carried"), expired.alias("expired"))
+    applied = F.col("expired") & ~F.lag("expired", 1, False).over(in_order)
+    df = df.select("*", applied.alias("fallback_applied"))
+    reason = F.last(F.when(F.col("fallback_applied"), F.col("error")), ignorenulls=True).over(so_far)
+    keep = ~F.col("expired")
+    return _finish(config, df.select(
+        "*", *common,
+        F.when(F.col("expired"), F.lit(config.fallback_factor))
+         .otherwise(F.coalesce(F.col("carried.factor"), F.lit(1.0))).alias("throttle_factor"),
+        F.when(keep, F.col("carried.worst.broker_id")).alias("throttling_broker_id"),
+        F.when(keep, F.col("carried.worst.log_dir")).alias("throttling_log_dir"),
+        F.when(F.col("expired"), reason).alias("fallback_reason"),
+    ), "strimzi")
+
+
+def _cached_worst(config: StorageConfig, r: Rounds, seq: DataFrame) -> DataFrame:
+    """Per successful round (`cluster`, `seq`): the worst volume of the observation cache.
+
+    The cache at round r holds, per (broker, log dir), its latest observation made in a successful
+    round j <= r with `ts_r - ts_j < evict` (an entry is evicted when `now >= observedAt + validity`).
+    A range join on time buckets of the eviction width keeps it an equi-join.
+    """
+    evict = config.validity_evicted_from_ms
+    assert config.hard is not None
+    ok = seq.where(F.col("error").isNull()).select(*ROUND, "seq", "round_ts")
+    if evict <= 0:
+        return ok.select("cluster", "seq", F.lit(None).cast(
+            "struct<volume_factor:double,headroom:double,broker_id:bigint,log_dir:string>").alias("worst"))
+    obs = (r.considered.join(ok, ROUND)
+           .select("cluster", F.col("seq").alias("obs_seq"), F.col("round_ts").alias("obs_ts"),
+                   "broker_id", "log_dir", "total_bytes", "available_bytes",
+                   F.expr(f"(round_ts - pmod(round_ts, {evict}L)) div {evict}L").alias("bucket")))
+    bucket = F.expr(f"(round_ts - pmod(round_ts, {evict}L)) div {evict}L")
+    targets = ok.select("cluster", "seq", "round_ts",
+                        F.explode(F.array(bucket, bucket - 1)).alias("bucket"))
+    cached = (targets.join(obs, ["cluster", "bucket"])
+              .where((F.col("obs_seq") <= F.col("seq")) & (F.col("round_ts") - F.col("obs_ts") < evict))
+              .groupBy("cluster", "seq", "broker_id", "log_dir")
+              .agg(F.max(F.struct("obs_seq", "total_bytes", "available_bytes")).alias("o"))
+              .select("cluster", "seq", "broker_id", "log_dir", F.col("o.total_bytes").alias("total_bytes"),
+                      F.col("o.available_bytes").alias("available_bytes"))
+              .transform(limits.assess(config.hard, config.hard))
+              .groupBy("cluster", "seq").agg(_worst()))
+    return ok.select("cluster", "seq").join(cached, ["cluster", "seq"], "left")

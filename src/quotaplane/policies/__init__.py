@@ -1,0 +1,1 @@
+"""Pure-Python reference engines, one package per policy: the oracle the Spark pipeline is tested against."""

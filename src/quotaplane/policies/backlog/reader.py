@@ -1,0 +1,54 @@
+"""Reading backlog snapshots from JSON Lines for the reference engine.
+
+Each line is checked with the same type and row rules as the Spark reader
+(`BACKLOG_SNAPSHOTS.coerce_record`), then the group rules: a subscription seen twice at one tick,
+or rows of one (tick, topic) that disagree on `partitioned_topic`. The first bad line raises
+`InputError` naming the file, the line, the field, the value and the rule.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from quotaplane.errors import InputError
+from quotaplane.policies.backlog.model import Snapshot
+from quotaplane.telemetry.backlog import BACKLOG_SNAPSHOTS, DUPLICATE_REASON, PARENT_CONFLICT_REASON
+
+
+def parse_snapshots(lines: Iterable[str], source: str = "snapshots") -> Iterator[Snapshot]:
+    """Snapshots of JSON Lines text (blank lines are skipped)."""
+    seen: dict[tuple[int, str, str], int] = {}
+    parents: dict[tuple[int, str], tuple[str | None, int]] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{source}:{number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(where, "(record)", line.strip()[:80], f"unparsable record: {exc.msg}") from None
+        if not isinstance(record, dict):
+            raise InputError(where, "(record)", line.strip()[:80], "unparsable record: not a JSON object")
+        s = Snapshot.from_record(BACKLOG_SNAPSHOTS.coerce_record(record, where))
+        key = (s.ts_ms, s.topic, s.subscription)
+        if key in seen:
+            raise InputError(where, "subscription", s.subscription,
+                             f"{DUPLICATE_REASON} (first at line {seen[key]})")
+        seen[key] = number
+        parent = parents.setdefault((s.ts_ms, s.topic), (s.partitioned_topic, number))
+        if parent[0] != s.partitioned_topic:
+            raise InputError(where, "partitioned_topic", s.partitioned_topic,
+                             f"{PARENT_CONFLICT_REASON} (line {parent[1]} has {parent[0]!r})")
+        yield s
+
+
+def read_snapshots(path: str | Path) -> list[Snapshot]:
+    """All snapshots of a JSON Lines file."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(str(file), "(file)", str(file), f"cannot read: {exc.strerror}") from exc
+    return list(parse_snapshots(text.splitlines(), file.name))

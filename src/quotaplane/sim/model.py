@@ -1,0 +1,195 @@
+"""The simulated world: a Kafka cluster (brokers, JBOD volumes, topics, clients), how it is polled
+(collection rounds, errors), and a Pulsar cluster's topics and subscriptions.
+
+The model is static structure plus a few explicit events; the generators (`storage`, `requests`,
+`backlog`) turn it into time series, vectorised over whole chunks of time. Arrays are indexed by
+position: broker index (not id), volume index, topic index, client index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+MINUTE_MS = 60_000
+HOUR_MS = 3_600_000
+DAY_MS = 86_400_000
+
+ROLE_PRODUCER, ROLE_CONSUMER, ROLE_ADMIN = 0, 1, 2
+
+ERROR_REASONS = ("DESCRIBE_CLUSTER_ERROR", "DESCRIBE_LOG_DIR_ERROR", "SAFETY_TIMEOUT")
+
+
+@dataclass(frozen=True)
+class Absence:
+    """A broker missing from the active set during [start_ms, end_ms) (end None: it never returns).
+
+    `inconsistent`: in the first round of the absence `describeCluster` still lists the broker but
+    `describeLogDirs` returns nothing for it (spec: Fallback Throttle Factor, inconsistent state).
+    A broker that joins later is absent from before the start until it joins.
+    """
+
+    broker: int
+    start_ms: int
+    end_ms: int | None
+    inconsistent: bool = False
+
+
+@dataclass(frozen=True)
+class ErrorWindow:
+    """Collection rounds in [start_ms, end_ms) fail with `reason`."""
+
+    start_ms: int
+    end_ms: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Burst:
+    """A client produces `multiplier` times its usual rate in [start_ms, end_ms)."""
+
+    client: int
+    start_ms: int
+    end_ms: int
+    multiplier: float
+
+
+@dataclass(frozen=True)
+class MutationBurst:
+    """An admin client sends `per_minute` controller mutation requests of `value` each, every
+    minute of [start_ms, end_ms) (e.g. a provisioning job creating topics)."""
+
+    client: int
+    start_ms: int
+    end_ms: int
+    per_minute: int
+    value: int
+
+
+@dataclass
+class Brokers:
+    ids: np.ndarray  # int64 broker ids, by broker index
+    absences: list[Absence] = field(default_factory=list)
+
+
+@dataclass
+class Volumes:
+    """One row per log dir; each log dir is its own volume (JBOD)."""
+
+    broker: np.ndarray  # broker index of each volume
+    log_dir: list[str]
+    total_bytes: np.ndarray  # int64
+    base_used_bytes: np.ndarray  # int64: used bytes at the start that retention never deletes
+
+
+@dataclass
+class Topics:
+    """Kafka topics. Rates are bytes/s at the daily mean, before replication."""
+
+    names: list[str]
+    partitions: np.ndarray
+    replication_factor: np.ndarray
+    base_rate: np.ndarray  # float64 bytes/s
+    diurnal_amplitude: np.ndarray  # 0..1: the rate swings by this fraction over a day
+    peak_hour: np.ndarray  # UTC hour of the daily peak
+    retention_ms: np.ndarray  # int64, 0 = no time-based deletion (compacted or unlimited)
+    segment_bytes: np.ndarray  # int64: retention deletes whole segments
+    created_ms: np.ndarray  # int64: no traffic before (a topic created during the run)
+    placement: np.ndarray  # (topics, volumes): share of a topic's bytes each volume stores (sums to RF)
+    leader_share: np.ndarray  # (topics, brokers): share of a topic's produce bytes each broker leads
+    noise_sigma: float = 0.15  # per round log-normal noise of a topic's rate
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+@dataclass
+class Clients:
+    """Kafka clients: producers write a share of one topic's bytes, consumers fetch a share of one
+    topic's bytes, admin clients send controller mutations (create topics/partitions)."""
+
+    user: list[str]
+    client_id: list[str]
+    role: np.ndarray  # ROLE_*
+    topic: np.ndarray  # topic index (-1 for admin clients)
+    share: np.ndarray  # producers: share of the topic's bytes (sums to 1 per topic); consumers: fetched share
+    burst_probability: np.ndarray  # per client and 10-minute slot
+    burst_median: float = 3.0
+    mutation_probability: float = 0.02  # admin clients: chance of a mutation request per minute
+    admin_broker: int = 0  # broker index that admin clients send mutations to
+    bursts: list[Burst] = field(default_factory=list)
+    mutation_bursts: list[MutationBurst] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.client_id)
+
+
+@dataclass
+class Collection:
+    """How collection rounds fail."""
+
+    error_probability: float = 0.002  # per round
+    burst_probability: float = 0.01  # per hour: a run of consecutive failed rounds
+    burst_rounds: tuple[int, int] = (2, 6)
+    reason_weights: tuple[float, float, float] = (0.3, 0.5, 0.2)  # by ERROR_REASONS
+    missing_broker_probability: float = 0.0005  # per round and broker: its log dirs are not returned
+    errors: list[ErrorWindow] = field(default_factory=list)
+
+
+@dataclass
+class Subscription:
+    """A Pulsar subscription's consumer behaviour.
+
+    `healthy`: keeps up (only in-flight messages unacknowledged); `slow`: acknowledges
+    `slow_fraction` of the publish rate; `stalls`: keeps up, but stops during `stall_windows` and
+    random stalls (probability per hour), then catches up at `catchup` times the publish rate.
+    """
+
+    name: str
+    mode: str = "healthy"
+    slow_fraction: float = 0.8
+    stall_probability: float = 0.0
+    stall_windows: list[tuple[int, int]] = field(default_factory=list)
+    catchup: float = 2.0
+    initial_backlog_bytes: int = 0
+
+
+@dataclass
+class PulsarTopic:
+    """A persistent Pulsar topic; `partitions` 0 means not partitioned."""
+
+    name: str  # persistent://tenant/namespace/name
+    partitions: int
+    rate: float  # bytes/s published at the daily mean (whole topic)
+    entry_bytes: int  # mean entry (batch) size
+    subscriptions: list[Subscription]
+    diurnal_amplitude: float = 0.3
+    peak_hour: float = 14.0
+
+
+@dataclass
+class ClusterModel:
+    """Everything a scenario decides; the generators only read it."""
+
+    cluster: str
+    start_ms: int
+    end_ms: int
+    interval_ms: int  # storage collection rounds
+    brokers: Brokers
+    volumes: Volumes
+    topics: Topics
+    clients: Clients
+    collection: Collection
+    pulsar: list[PulsarTopic]
+    window_start_ms: int  # request and backlog kinds cover [window_start_ms, window_end_ms)
+    window_end_ms: int
+    requests_per_minute: float  # per client and broker connection
+    max_request_bytes: int | None  # more requests when a minute's bytes need them (None: no cap)
+    backlog_check_ms: int
+    retention_check_ms: int = 300_000  # Kafka log.retention.check.interval.ms
+    jitter_ms: int = 2_000  # a round's timestamp lands up to this late
+
+    @property
+    def rounds(self) -> int:
+        return (self.end_ms - self.start_ms) // self.interval_ms

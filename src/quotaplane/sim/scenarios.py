@@ -1,0 +1,219 @@
+"""The scenario registry: each scenario turns parameters into a cluster model.
+
+`quotaplane simulate --list` prints every scenario with the first line of its docstring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from quotaplane.sim.fleet import TIB, FleetKnobs, build_fleet, steady_used
+from quotaplane.sim.model import (
+    DAY_MS,
+    HOUR_MS,
+    MINUTE_MS,
+    ROLE_ADMIN,
+    ROLE_PRODUCER,
+    Absence,
+    Burst,
+    ClusterModel,
+    Collection,
+    ErrorWindow,
+    MutationBurst,
+    PulsarTopic,
+    Subscription,
+)
+from quotaplane.sim.params import SimParams
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    build: Callable[[SimParams], ClusterModel]
+    defaults: SimParams
+    min_brokers: int = 1
+
+    @property
+    def summary(self) -> str:
+        return (self.build.__doc__ or "").strip().splitlines()[0]
+
+
+SCENARIOS: dict[str, Scenario] = {}
+
+
+def scenario(name: str, defaults: SimParams, min_brokers: int = 1
+             ) -> Callable[[Callable[[SimParams], ClusterModel]], Callable[[SimParams], ClusterModel]]:
+    """Register a scenario builder under `name` with its default parameters."""
+
+    def register(build: Callable[[SimParams], ClusterModel]) -> Callable[[SimParams], ClusterModel]:
+        SCENARIOS[name] = Scenario(name, build, defaults, min_brokers)
+        return build
+
+    return register
+
+
+@scenario("fleet", SimParams(seed=1, brokers=12, log_dirs=2, days=1.0, interval_seconds=30, clients=200,
+                             topics=60, pulsar_topics=8, requests_per_client_per_minute=1))
+def fleet(p: SimParams) -> ClusterModel:
+    """A healthy fleet for scale runs: uneven placement, JBOD, daily cycles, bursts, retention, churn.
+
+    Every realism feature at its everyday rate: a rolling restart about every other day, one broker
+    decommissioned and one added (large enough fleets), rare collection errors and rare rounds that
+    miss a broker's log dirs, topics created during the run. Disks sit at 20-60 % and stay there.
+    """
+    return build_fleet(p, FleetKnobs(cluster="fleet-a"))
+
+
+@scenario("collection-errors", SimParams(seed=3, brokers=8, log_dirs=2, days=1.0, interval_seconds=30,
+                                         clients=60, topics=30, pulsar_topics=4))
+def collection_errors(p: SimParams) -> ClusterModel:
+    """Frequent collection failures and membership churn: the fallback factor's test bed.
+
+    About 3 % of rounds fail on their own and runs of 2-10 failed rounds start in ~15 % of hours,
+    with all three failure reasons; brokers restart several times a day, two leave and two join;
+    most leaves are seen half-way (listed active, log dirs missing), and rounds often miss a broker.
+    """
+    knobs = FleetKnobs(
+        cluster="flaky-a", rolling_restart_per_day=1.0, inconsistent_probability=0.8, leaves=2, joins=2,
+        restarts_per_broker_per_day=2.0,
+        collection=Collection(error_probability=0.03, burst_probability=0.15, burst_rounds=(2, 10),
+                              reason_weights=(0.35, 0.4, 0.25), missing_broker_probability=0.003),
+    )
+    return build_fleet(p, knobs)
+
+
+# The replication-fill design: the example's per-volume limits (config/storage-cluster.properties).
+FILL_SOFT_AVAILABLE_RATIO = 0.15
+FILL_HARD_AVAILABLE_BYTES = 20_000_000_000
+LEADER_BROKER, FILL_BROKER = 1, 2
+BACKFILL_TOPIC = "clickstream-replay"
+BACKFILL_CLIENT, BACKFILL_USER = "clickstream-replay-loader", "svc-replay"
+
+
+@scenario("replication-fill", SimParams(
+    seed=7, brokers=6, log_dirs=2, days=2.0, interval_seconds=300, clients=12, topics=8, pulsar_topics=0,
+    requests_per_client_per_minute=2, max_request_bytes=32 << 20, window_hours=0.75, backlog_check_seconds=60,
+), min_brokers=3)
+def replication_fill(p: SimParams) -> ClusterModel:
+    """Replication from broker 1 fills a disk of broker 2 while every other volume stays healthy.
+
+    The spec's motivating failure. A backfill topic (`clickstream-replay`, 6 partitions, RF 2) is
+    created after 8 % of the span: all its leaders on broker 1, spread over broker 1's large log dirs,
+    and all its followers on broker 2's last log dir (a 1 TiB disk). It writes flat out with 7-day
+    retention, so that disk runs from ~40 % used to full at 92 % of the span; broker 1's disks take
+    the same bytes split in two and stay healthy, and broker 2's other disk keeps the broker's
+    aggregate used bytes low, so a per-broker aggregate check never notices. The rate is set so the
+    volume passes 15 % available (the example's soft limit), then 20 GB (its hard limit), before it is
+    full. Brokers 4 and 5 restart once, a few rounds fail. The request and backlog window (default:
+    45 minutes in the middle of the soft-to-hard ramp) has a producer burst, a provisioning job's
+    mutation burst, a slow Pulsar subscription (size quota) and a stalled one (age quota).
+    """
+    base = replace(p, pulsar_topics=0, window_start_hours=p.window_start_hours or 0.0)
+    outage = p.start_ms + int(0.45 * (p.end_ms - p.start_ms))  # a 20-minute describeLogDirs outage
+    knobs = FleetKnobs(
+        cluster="my-cluster", rolling_restart_per_day=0.0, leaves=0, joins=0, new_topic_fraction=0.0,
+        collection=Collection(
+            error_probability=0.004, burst_probability=0.0, missing_broker_probability=0.0,
+            errors=[ErrorWindow(outage, outage + 20 * MINUTE_MS, "DESCRIBE_LOG_DIR_ERROR")]),
+    )
+    model = build_fleet(base, knobs)
+    span = p.end_ms - p.start_ms
+    v = model.volumes
+    dirs = p.log_dirs
+    fill_volume = FILL_BROKER * dirs + dirs - 1
+    leader_volumes = [LEADER_BROKER * dirs + d for d in range(dirs)]
+    retained, _ = steady_used(model.topics, p.start_ms, np.zeros(len(model.topics)))
+
+    def resize(volume: int, nominal: int, fill: float) -> None:
+        v.total_bytes[volume] = int(nominal * 0.98) // 4096 * 4096
+        v.base_used_bytes[volume] = max(0, int(fill * v.total_bytes[volume] - retained[volume]))
+
+    resize(fill_volume, 1 * TIB, 0.40)
+    for d in range(dirs - 1):
+        resize(FILL_BROKER * dirs + d, 2 * TIB, 0.30)
+    for volume in leader_volumes:
+        resize(volume, 2 * TIB, 0.30)
+    created = p.start_ms + int(0.08 * span)
+    full = p.start_ms + int(0.92 * span)
+    free = int(v.total_bytes[fill_volume] - v.base_used_bytes[fill_volume] - retained[fill_volume])
+    rate = free / ((full - created) / 1000.0)
+    _add_backfill(model, rate, created, fill_volume, leader_volumes)
+    # Two single-broker restarts; the first is seen half-way by a round.
+    n_b = len(model.brokers.ids)
+    model.brokers.absences += [
+        Absence(n_b - 1, p.start_ms + int(0.25 * span), p.start_ms + int(0.25 * span) + 12 * MINUTE_MS, True),
+        Absence(n_b - 2, p.start_ms + int(0.40 * span), p.start_ms + int(0.40 * span) + 6 * MINUTE_MS, False),
+    ]
+    if p.window_start_hours is None:
+        ratio_at_created = free / v.total_bytes[fill_volume]
+        soft_at = full - (full - created) * FILL_SOFT_AVAILABLE_RATIO / ratio_at_created
+        hard_at = full - (full - created) * FILL_HARD_AVAILABLE_BYTES / free
+        length = round((p.window_hours or 0.75) * HOUR_MS)
+        begin = (int(0.5 * (soft_at + hard_at)) - length // 2) // MINUTE_MS * MINUTE_MS
+        model.window_start_ms, model.window_end_ms = begin, min(p.end_ms, begin + length)
+    _add_window_events(model)
+    model.pulsar = _example_pulsar(model.window_start_ms)
+    return model
+
+
+def _add_backfill(model: ClusterModel, rate: float, created: int, fill_volume: int,
+                  leader_volumes: list[int]) -> None:
+    """The backfill topic and its producer: leaders on broker 1, followers on broker 2's fill volume."""
+    t, c = model.topics, model.clients
+    n_vol, n_b = len(model.volumes.log_dir), len(model.brokers.ids)
+    placement = np.zeros(n_vol)
+    placement[leader_volumes] = 1.0 / len(leader_volumes)
+    placement[fill_volume] = 1.0
+    leader = np.zeros(n_b)
+    leader[LEADER_BROKER] = 1.0
+    t.names.append(BACKFILL_TOPIC)
+    for name, value in (("partitions", 6), ("replication_factor", 2), ("base_rate", rate),
+                        ("diurnal_amplitude", 0.0), ("peak_hour", 0.0), ("retention_ms", 7 * DAY_MS),
+                        ("segment_bytes", 1 << 30), ("created_ms", created)):
+        setattr(t, name, np.append(getattr(t, name), value))
+    t.placement = np.vstack([t.placement, placement])
+    t.leader_share = np.vstack([t.leader_share, leader])
+    c.user.append(BACKFILL_USER)
+    c.client_id.append(BACKFILL_CLIENT)
+    for name, value in (("role", ROLE_PRODUCER), ("topic", len(t) - 1), ("share", 1.0),
+                        ("burst_probability", 0.0)):
+        setattr(c, name, np.append(getattr(c, name), value))
+
+
+def _add_window_events(model: ClusterModel) -> None:
+    """A producer burst and a provisioning job's mutation burst inside the window."""
+    c, w = model.clients, model.window_start_ms
+    producers = [i for i in range(len(c)) if c.role[i] == ROLE_PRODUCER and c.client_id[i] != BACKFILL_CLIENT]
+    busiest = max(producers, key=lambda i: model.topics.base_rate[c.topic[i]] * c.share[i])
+    c.bursts.append(Burst(busiest, w + 15 * MINUTE_MS, w + 27 * MINUTE_MS, 6.0))
+    admin = int(np.flatnonzero(c.role == ROLE_ADMIN)[0])
+    c.mutation_bursts.append(MutationBurst(admin, w + 30 * MINUTE_MS, w + 36 * MINUTE_MS, 12, 25))
+
+
+def _example_pulsar(w: int) -> list[PulsarTopic]:
+    """Pulsar topics around the window start `w`: a slow subscription and a stalled one."""
+    return [
+        PulsarTopic("persistent://acme/orders/payments", 3, 600_000, 16_384, [
+            Subscription("billing"),
+            Subscription("analytics", mode="slow", slow_fraction=0.55, initial_backlog_bytes=20 << 20),
+        ], diurnal_amplitude=0.3, peak_hour=14.0),
+        PulsarTopic("persistent://acme/orders/refunds", 0, 40_000, 4_096, [Subscription("billing")]),
+        # Small entries: ledgers roll every 10 minutes, so the estimate of the age is close.
+        PulsarTopic("persistent://acme/telemetry/device-events", 0, 400_000, 4_096, [
+            Subscription("ingest", mode="stalls", stall_windows=[(w - 10 * MINUTE_MS, w + 24 * HOUR_MS)],
+                         initial_backlog_bytes=400_000 * 600),  # stalled 10 minutes before the window
+            Subscription("archive"),
+        ], diurnal_amplitude=0.2, peak_hour=9.0),
+        PulsarTopic("persistent://beta/logs/app-logs", 0, 120_000, 16_384, [
+            Subscription("indexer", mode="stalls", stall_probability=0.3, catchup=3.0),
+        ]),
+        PulsarTopic("persistent://beta/logs/audit", 0, 8_000, 4_096, [Subscription("siem")]),
+    ]
+
+
+def scenario_names() -> list[str]:
+    return sorted(SCENARIOS)
+

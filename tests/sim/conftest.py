@@ -1,0 +1,45 @@
+"""Small simulator runs shared by the simulator tests."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pyarrow as pa
+import pytest
+
+from quotaplane.sim.kinds import KINDS
+from quotaplane.sim.run import generate, resolve
+
+# Small but eventful sizes: every feature shows up, each run takes a fraction of a second.
+SMALL = {
+    "fleet": {"brokers": 7, "days": 0.5, "interval_seconds": 60, "clients": 40, "topics": 12,
+              "pulsar_topics": 4, "window_hours": 1.0},
+    "collection-errors": {"brokers": 8, "days": 0.5, "interval_seconds": 60, "clients": 30, "topics": 10,
+                          "pulsar_topics": 2, "window_hours": 1.0},
+    "replication-fill": {},
+}
+
+
+def tables(scenario: str, overrides: dict | None = None, chunk_rows: int = 500_000,
+           kinds: list[str] | None = None) -> dict[str, pa.Table]:
+    """Every kind of a run, concatenated."""
+    found, params = resolve(scenario, {**SMALL[scenario], **(overrides or {})})
+    parts: dict[str, list[pa.Table]] = defaultdict(list)
+    for kind, chunk in generate(found.build(params), params.seed, kinds or list(KINDS), chunk_rows):
+        parts[kind].append(chunk)
+    return {k: pa.concat_tables(v) for k, v in parts.items()}
+
+
+@pytest.fixture(scope="session")
+def fleet_tables() -> dict[str, pa.Table]:
+    return tables("fleet")
+
+
+@pytest.fixture(scope="session")
+def errors_tables() -> dict[str, pa.Table]:
+    return tables("collection-errors")
+
+
+@pytest.fixture(scope="session")
+def fill_tables() -> dict[str, pa.Table]:
+    return tables("replication-fill")
