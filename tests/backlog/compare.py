@@ -47,8 +47,10 @@ def reference_outputs(tag: str, policies: BacklogPolicies, snapshots: Iterable[S
 
 
 def spark_frames(tag: str, policies: BacklogPolicies, snapshots: DataFrame) -> dict[str, DataFrame]:
-    decided = decided_rows(snapshots, policies)
-    checks = checks_of(decided)
+    # Lazily checkpointed (cached on first use, lineage cut): the outputs of one evaluation share
+    # them inside the single collecting job instead of recomputing every window per output.
+    decided = decided_rows(snapshots, policies).localCheckpoint(eager=False)
+    checks = checks_of(decided).localCheckpoint(eager=False)
     derived = derive(checks)
     frames = {"checks": checks.select(*CHECK_FIELDS), "evictions": evictions_of(decided, policies)
               .select(*EVICTION_FIELDS), "stats": derived.topic_stats.select(*STATS_FIELDS),
