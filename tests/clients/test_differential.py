@@ -29,7 +29,7 @@ REQUEST_FIELDS = ("user", "client_id", "quota_type", "ts_ms", "value", "value_un
                   "throttle_factor", "rate", "window_ms", "tokens", "utilisation_pct", "violated",
                   "throttled", "throttle_time_ms")
 INPUT_SCHEMA = ("config_id long, ts_ms long, broker_id long, user string, client_id string, "
-                "quota_type string, value double, _file string, _row long")
+                "quota_type string, value double, _file long, _row long")
 
 
 @st.composite
@@ -57,12 +57,12 @@ def spread(decisions: list[StorageDecision], count: int) -> list[StorageDecision
 @settings(max_examples=5, deadline=None)
 def test_reference_and_spark_agree(spark, scenarios, settings_, decisions) -> None:
     decisions = spread(decisions, len(scenarios))
-    rows = [(index, r.ts_ms, r.broker_id, r.user, r.client_id, r.quota_type, r.value, "f", position)
+    rows = [(index, r.ts_ms, r.broker_id, r.user, r.client_id, r.quota_type, r.value, 0, position)
             for index, scenario in enumerate(scenarios) for position, r in enumerate(scenario.requests)]
     requests = spark.createDataFrame(rows, INPUT_SCHEMA)
     quotas = quota_table(spark, {index: s.config for index, s in enumerate(scenarios)})
-    resolved = resolve_quotas(requests, quotas, settings_.storage_combined)
-    decided = evaluate_requests(resolved, settings_, FactorTable.from_pandas(_decisions_pdf(decisions)))
+    keys = resolve_quotas(requests, quotas, settings_.storage_combined).cache()
+    decided = evaluate_requests(requests, keys, settings_, FactorTable.from_pandas(_decisions_pdf(decisions)))
     decided = decided.cache()
     intervals = interval_rows(decided, settings_.interval_ms, settings_.quota_value_metric).cache()
     got_requests = {(r["config_id"], r["_row"]): r.asDict() for r in decided.collect()}
@@ -72,6 +72,7 @@ def test_reference_and_spark_agree(spark, scenarios, settings_, decisions) -> No
                     for r in standing_rows(intervals).collect()}
     decided.unpersist()
     intervals.unpersist()
+    keys.unpersist()
 
     timeline = FactorTimeline(decisions)
     expected_intervals = expected_standing = 0
@@ -107,10 +108,10 @@ def test_quota_value_column_is_absent_when_disabled(spark) -> None:
     from quotaplane.policies.clients.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
     from quotaplane.policies.clients.settings import ClientQuotaSettings
 
-    requests = spark.createDataFrame([(0, 0, 1, "u", "c", "produce", 1.0, "f", 0)], INPUT_SCHEMA)
+    requests = spark.createDataFrame([(0, 0, 1, "u", "c", "produce", 1.0, 0, 0)], INPUT_SCHEMA)
     config = ClientQuotaConfig({QuotaEntity(DEFAULT, None): {"producer_byte_rate": 5.0}})
-    out = evaluate_requests(resolve_quotas(requests, quota_table(spark, {0: config}), False),
-                            ClientQuotaSettings())
+    keys = resolve_quotas(requests, quota_table(spark, {0: config}), False)
+    out = evaluate_requests(requests, keys, ClientQuotaSettings())
     assert "quota_value" not in out.columns
     assert "quota_value" not in interval_rows(out, 60_000, False).columns
     assert out.where(F.col("recorded")).count() == 1

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from quotaplane.pipeline.clients import kernels
 from quotaplane.pipeline.clients.evaluate import FactorTable, group_function
 from quotaplane.policies.clients.engine import ClientQuotaEngine, ClientRequest
+from quotaplane.policies.clients.quota_types import QUOTA_TYPES
 from quotaplane.policies.clients.resolution import QuotaResolver
 from quotaplane.policies.clients.settings import ClientQuotaSettings
 from quotaplane.policies.clients.storage_factor import FactorTimeline, StorageDecision
@@ -37,24 +38,32 @@ def run_groups(config, settings_: ClientQuotaSettings, requests: list[ClientRequ
     """Resolve with the reference resolver, then evaluate each recorded group with the group code."""
     resolver = QuotaResolver(config)
     rows = []
+    tag_ids: dict[tuple[str, str, str], int] = {}
     for index, r in enumerate(requests):
         tags, resolved = resolver.resolve(r.quota_type, r.user, r.client_id)
         recorded = resolver.enabled(r.quota_type) or (
             r.quota_type == "produce" and settings_.storage_combined)
-        rows.append({"config_id": 0, "broker_id": r.broker_id, "quota_type": r.quota_type,
-                     "tag_user": tags.user, "tag_client_id": tags.client_id, "ts_ms": r.ts_ms,
-                     "user": r.user, "client_id": r.client_id, "value": r.value, "recorded": recorded,
-                     "base_limit": np.nan if resolved.limit is None else resolved.limit,
-                     "quota_level": resolved.level or 0, "_file": "f", "_row": index})
+        tag_id = tag_ids.setdefault((r.quota_type, tags.user, tags.client_id), len(tag_ids))
+        rows.append({"config_id": 0, "broker_id": r.broker_id, "type_code": QUOTA_TYPES.index(r.quota_type),
+                     "tag_id": tag_id, "key_id": index, "ts_ms": r.ts_ms, "value": r.value,
+                     "recorded": recorded, "base_limit": np.nan if resolved.limit is None else resolved.limit,
+                     "quota_level": resolved.level or 0, "_file": 0, "_row": index,
+                     "tag_user": tags.user, "tag_client_id": tags.client_id})
     frame = pd.DataFrame(rows)
     fn = group_function(settings_, FactorTable.from_pandas(_decisions_pdf(decisions)))
     out: dict[int, dict[str, object]] = {}
     if frame.empty:
         return out
-    keys = ["broker_id", "quota_type", "tag_user", "tag_client_id"]
-    for _, group in frame[frame["recorded"]].groupby(keys):
-        result = fn(group.reset_index(drop=True))
+    inputs = ["config_id", "broker_id", "type_code", "tag_id", "key_id", "ts_ms", "value", "base_limit",
+              "quota_level", "_file", "_row"]
+    recorded = frame[frame["recorded"]]
+    for _, group in recorded.groupby(["broker_id", "tag_id"]):
+        result = fn(group[inputs].reset_index(drop=True))
         for record in result.to_dict("records"):
+            source = record.pop("source_code")
+            record["quota_source"] = (None, "client", "static")[source]
+            record["tag_user"] = frame.at[int(record["_row"]), "tag_user"]
+            record["tag_client_id"] = frame.at[int(record["_row"]), "tag_client_id"]
             out[int(record["_row"])] = record
     return out
 

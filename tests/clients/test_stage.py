@@ -133,21 +133,6 @@ def test_stage_outputs_agree_with_the_reference(spark, stage_dirs) -> None:
     assert len(result.console) == 3 and "furthest over" in result.console[1]
 
 
-@pytest.mark.spark
-def test_stage_without_value_metric_or_storage(spark, stage_dirs) -> None:
-    telemetry, out, configs = stage_dirs
-    ctx = RunContext(spark=spark, telemetry_dir=telemetry, out_dir=out,
-                     configs=RunConfigs(client_quotas=configs.client_quotas), registry=CollectorRegistry(),
-                     progress=Progress(None))
-    result = job.run_stage(ctx)
-    assert result is not None
-    assert "quota_value" not in spark.read.parquet(str(out / job.DECISIONS_TABLE)).columns
-    assert "quota_value" not in spark.read.parquet(str(out / job.INTERVALS_TABLE)).columns
-    assert "quota_value" not in render(ctx.registry)
-    assert result.summary["throttle_factor_min"] is None
-    assert all("Storage throttle factor" not in s.title for s in result.sections)
-
-
 def test_stage_skips_without_its_input_or_config(tmp_path: Path) -> None:
     ctx = RunContext(spark=None, telemetry_dir=tmp_path, out_dir=tmp_path / "out",  # type: ignore[arg-type]
                      configs=RunConfigs(), registry=CollectorRegistry(), progress=Progress(None))

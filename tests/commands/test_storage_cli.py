@@ -142,16 +142,19 @@ def test_evaluate_writes_metrics(files: dict[str, Path], tmp_path: Path, capsys)
      "field 'total_bytes'=-1: total_bytes must not be negative"),
     ('{"broker_id": "x", "log_dir": "/a", "total_bytes": 1, "available_bytes": 0}',
      "field 'broker_id'='x': must be a whole number"),
-    ('{"broker_id": 1, "total_bytes": 1, "available_bytes": 0}', "field 'log_dir'=None: missing required field"),
+    ('{"broker_id": 1, "total_bytes": 1, "available_bytes": 0}',
+     "field 'log_dir'=None: missing required field"),
     ("[1, 2]", "must be a JSON object"),
     ("{nope", "not valid JSON"),
-    ('{"broker_id": 2, "log_dir": "/a", "total_bytes": 1, "available_bytes": 0}', "given twice (first at line 2)"),
+    ('{"broker_id": 2, "log_dir": "/a", "total_bytes": 1, "available_bytes": 0}',
+     "given twice (first at line 2)"),
 ])
 def test_bad_volume_lines_exit_2_naming_the_line_and_field(files: dict[str, Path], tmp_path: Path, capsys,
                                                            line: str, message: str) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join(json.dumps(v) for v in VOLUMES[:2]) + "\n" + line + "\n")
-    code, out, err = run(capsys, "storage", "evaluate", "--config", str(files["cluster"]), "--volumes", str(bad))
+    code, out, err = run(capsys, "storage", "evaluate", "--config", str(files["cluster"]),
+                         "--volumes", str(bad))
     assert code == 2 and out == ""
     assert err.startswith(f"error: {bad}:3: ") and message in err
 

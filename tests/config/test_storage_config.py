@@ -58,7 +58,8 @@ def test_limit_types_can_be_mixed_between_soft_and_hard() -> None:
 
 
 def test_used_bytes_above_is_a_third_limit_type() -> None:
-    c = parse_storage_config({**CLUSTER, pv("usedBytesAbove", "soft"): "800", pv("usedBytesAbove", "hard"): "900"})
+    c = parse_storage_config({**CLUSTER, pv("usedBytesAbove", "soft"): "800",
+                              pv("usedBytesAbove", "hard"): "900"})
     assert c.soft is not None and c.soft.kind == "usedBytesAbove" and c.hard is not None
 
 
@@ -92,7 +93,8 @@ def test_a_soft_limit_without_a_hard_limit_is_an_error() -> None:
 
 def test_cluster_source_without_limits_is_an_error_listing_the_choices() -> None:
     (err,) = errors_of(CLUSTER)
-    assert err.startswith(f"{N.VOLUME_SOURCE}=cluster: the cluster volume source needs exactly one hard limit")
+    assert err.startswith(f"{N.VOLUME_SOURCE}=cluster: the cluster volume source needs exactly one "
+                          "hard limit")
     assert pv("usedBytesAbove", "hard") in err
 
 
@@ -164,7 +166,8 @@ def test_unknown_callback_property_warns_with_the_closest_known_name() -> None:
 
 def test_strimzi_names_in_the_spec_dialect_are_a_mixing_error_with_the_equivalent() -> None:
     (err,) = errors_of({**CLUSTER, pv("availableBytesBelow", "hard"): "1", N.MIN_AVAILABLE_RATIO: "0.1"})
-    assert err.startswith(f"{N.MIN_AVAILABLE_RATIO}=0.1: belongs to the strimzi dialect but the dialect is spec")
+    assert err.startswith(f"{N.MIN_AVAILABLE_RATIO}=0.1: belongs to the strimzi dialect but the "
+                          "dialect is spec")
     assert f"use {pv('availableRatioBelow', 'hard')} in the spec dialect" in err
 
 
@@ -174,7 +177,8 @@ def test_spec_names_in_the_strimzi_dialect_are_a_mixing_error() -> None:
 
 
 def test_unknown_dialect_is_an_error() -> None:
-    assert errors_of({N.DIALECT_PROP: "kafka"})[0].startswith(f"{N.DIALECT_PROP}=kafka: must be spec or strimzi")
+    (err,) = errors_of({N.DIALECT_PROP: "kafka"})
+    assert err.startswith(f"{N.DIALECT_PROP}=kafka: must be spec or strimzi")
 
 
 def test_soft_limit_past_the_hard_limit_of_the_same_kind_warns() -> None:
@@ -196,7 +200,8 @@ def test_admin_client_properties_pass_through_without_requiring_bootstrap() -> N
 
 
 def test_quotas_default_unlimited_and_negative_quota_warns() -> None:
-    c = parse_storage_config({S + "produce": "1e6", S + "fetch": "-5", S + "request": "1.7976931348623157E308"})
+    c = parse_storage_config({S + "produce": "1e6", S + "fetch": "-5",
+                              S + "request": "1.7976931348623157E308"})
     assert c.quotas.produce == 1e6 and c.quotas.fetch == -5 and c.quotas.request is None
     assert any("negative quota" in w for w in c.warnings)
 
@@ -308,6 +313,6 @@ def test_summary_and_json_describe_the_normalised_configuration() -> None:
     assert "soft limit: availableRatio <= 0.05 per volume" in lines
     assert "hard limit: availableBytes <= 1000 per volume" in lines
     d = as_dict(c)
-    assert d["soft_limit"] == {"kind": "availableRatioBelow", "value": 0.05, "property": pv("availableRatioBelow",
-                                                                                            "soft")}
+    assert d["soft_limit"] == {"kind": "availableRatioBelow", "value": 0.05,
+                               "property": pv("availableRatioBelow", "soft")}
     assert d["hard_limit"]["value"] == 1000  # type: ignore[index]

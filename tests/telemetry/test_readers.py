@@ -82,3 +82,14 @@ def test_reference_coercion_matches_the_rules() -> None:
         SCHEMA.coerce_record(json.loads(ROWS[3]), "f:4")
     with pytest.raises(InputError, match="size must not be negative"):
         SCHEMA.coerce_record(json.loads(ROWS[5]), "f:6")
+
+
+@pytest.mark.spark
+def test_a_field_named_reason_is_kept(spark, tmp_path: Path) -> None:
+    from quotaplane.telemetry.storage import COLLECTION_ERRORS
+
+    path = tmp_path / "errors.jsonl"
+    path.write_text('{"ts": 1, "reason": "DESCRIBE_LOG_DIR_ERROR"}\n{"ts": 2, "reason": ""}\n')
+    result = read_telemetry(spark, COLLECTION_ERRORS, str(path))
+    assert [r["reason"] for r in result.used.collect()] == ["DESCRIBE_LOG_DIR_ERROR"]
+    assert [r["reason"] for r in result.quarantined.collect()] == ["reason must not be empty"]

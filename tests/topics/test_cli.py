@@ -47,6 +47,11 @@ def test_prints_one_json_line_per_request_in_input_order(files, capsys) -> None:
     assert rows[7] == {"ts_ms": 6000, "broker_id": 1, "topic": "b", "bytes": 3000, "decision": "throttled",
                        "reason": "bytes_in_quota_exceeded", "total_rate": 3000.0, "topic_rate": 1800.0,
                        "total_threshold": 1000, "topic_threshold": 600, "threshold_source": "default"}
+    # the worked example of docs/topics.md
+    assert [(r["ts_ms"], r["total_rate"], r["topic_rate"], r["decision"]) for r in rows[6:12]] == [
+        (5000, 3000.0, 0.0, "accepted"), (6000, 3000.0, 1800.0, "throttled"), (7000, 3000.0, 1800.0, "error"),
+        (8000, 3000.0, 1800.0, "throttled"), (9000, 3000.0, 1800.0, "throttled"),
+        (10_000, 2808.106595110376, 1656.079946332782, "throttled")]
     assert captured.err == (
         "warning: topic.b.bytes.in.per.sec.threshold@20000=700: rejected: topic b with the new value 700 "
         "makes the explicit topic thresholds sum to 1100, above total.bytes.in.per.sec.threshold=1000 (the "

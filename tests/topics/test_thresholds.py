@@ -78,3 +78,12 @@ def test_a_topic_appearing_changes_the_share_of_the_others_from_that_millisecond
     ev = evaluate(cfg, [TopicRequest(0, 1, "x", 1), TopicRequest(10, 1, "x", 1), TopicRequest(10, 1, "y", 1),
                         TopicRequest(9, 1, "x", 1)])
     assert [d.topic_threshold for d in ev.decisions] == [1000, 500, 500, 1000]
+
+
+def test_the_default_share_example_of_the_docs() -> None:
+    cfg = parse_topics_config({TOTAL: "1000", key("a"): "300", key("d", 10_000): "", key("a", 20_000): "800",
+                               key("b", 20_000): "300"})
+    assert [c.accepted for c in cfg.changes] == [True, True, True, False]
+    requests = [TopicRequest(ts, broker, topic, 100) for ts, broker, topic in (
+        (0, 1, "b"), (5000, 1, "c"), (5000, 1, "b"), (10_000, 1, "b"), (20_000, 1, "b"), (20_000, 2, "c"))]
+    assert [d.topic_threshold for d in evaluate(cfg, requests).decisions] == [700, 350, 350, 233, 66, 100]

@@ -27,6 +27,7 @@ from quotaplane.report.html import Section, write_report
 # Policy stages, in the order they run; each module exposes `run_stage(ctx) -> StageResult | None`
 # (see quotaplane.pipeline.stage). Later stages may use what earlier ones put in `ctx.shared`.
 STAGE_MODULES: tuple[str, ...] = (
+    "quotaplane.pipeline.storage.job",
     "quotaplane.pipeline.backlog.job",
     "quotaplane.pipeline.topics.job",
     "quotaplane.pipeline.clients.job",  # after the storage stage: uses ctx.shared["storage_decisions"]

@@ -56,7 +56,7 @@ def rate_figure(series: pd.DataFrame) -> Figure:
     ax.set_title("Topic one-minute bytes-in rate (solid, highest per interval) and threshold (dashed)")
     ax.grid(alpha=0.3)
     if len(series):
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=7, loc="best")
     fig.autofmt_xdate()
     return fig
 
@@ -74,7 +74,7 @@ def dropped_figure(series: pd.DataFrame, interval_ms: int) -> Figure:
         for i, key in enumerate(table.columns):
             ax.bar(when, table[key], width=width, bottom=bottom, color=f"C{i % 10}", label=key, align="edge")
             bottom = table[key] if bottom is None else bottom + table[key]
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=7, loc="best")
     ax.set_ylabel("throttled bytes")
     ax.set_title("Bytes dropped by the quota per interval")
     ax.grid(alpha=0.3)

@@ -20,7 +20,9 @@ from quotaplane.errors import InputError
 from quotaplane.telemetry.schema import Field, RecordSchema
 
 CORRUPT = "_corrupt_record"
-REASON = "reason"
+# Why a row is quarantined (null when used); named so as not to clash with a field called `reason`
+# (collection_errors has one). The quarantine table exposes it as `reason`.
+REASON = "_reason"
 FORMATS = ("jsonl", "csv", "parquet")
 _SUFFIX_FORMAT = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv",
                   ".parquet": "parquet"}
@@ -46,7 +48,7 @@ class ReadResult:
 
     schema: RecordSchema
     source: str
-    checked: DataFrame  # every row, typed, with `reason` (null when the row is used)
+    checked: DataFrame  # every row, typed, with `_reason` (REASON; null when the row is used)
 
     @property
     def used(self) -> DataFrame:
@@ -58,7 +60,7 @@ class ReadResult:
         return self.checked.where(F.col(REASON).isNotNull()).select(
             F.lit(self.source).alias("input"),
             F.lit(self.schema.name).alias("record"),
-            F.col(REASON),
+            F.col(REASON).alias("reason"),
             F.col("_row").alias("row"),
         )
 

@@ -118,7 +118,7 @@ def telemetry(draw: st.DrawFn, config: StorageConfig, scenarios: int) -> Telemet
             # unmarked rows stay inside the round's check interval window
             room = (interval - 1 - ts % interval) if interval > 0 and not marked else 0
 
-            def at() -> int:
+            def at(ts: int = ts, room: int = room) -> int:
                 return ts + (draw(st.integers(0, min(room, 5_000))) if room > 0 else 0)
 
             if draw(st.integers(0, 3)) > 0:

@@ -16,6 +16,7 @@ from quotaplane.config.storage import StorageConfig
 from quotaplane.pipeline.storage.decisions import storage_decisions
 from quotaplane.policies.storage import evaluate_rounds, group_rounds
 from quotaplane.telemetry.storage import COLLECTION_ERRORS, MEMBERSHIP, VOLUMES
+from tests.pipeline.storage.frames import frame
 from tests.pipeline.storage.scenarios import (
     Telemetry,
     cluster_configs,
@@ -39,7 +40,7 @@ def _key(row: dict[str, Any]) -> tuple:
 
 
 def spark_rows(spark, config: StorageConfig, t: Telemetry) -> list[dict[str, Any]]:
-    frames = [spark.createDataFrame(rows, schema.spark_schema())
+    frames = [frame(spark, rows, schema)
               for rows, schema in ((t.volumes, VOLUMES), (t.membership, MEMBERSHIP),
                                    (t.errors, COLLECTION_ERRORS))]
     rows = [r.asDict() for r in storage_decisions(config, *frames).collect()]

@@ -94,7 +94,8 @@ def test_mixed_types_convert_each_threshold_per_volume() -> None:
     assert assess(big, soft, hard).factor == (1050 - 100) / (2000 - 100)
     # on a volume where the ratio threshold lies below the bytes threshold, only the hard limit acts
     tiny = Volume(3, "/c", 150, 120)
-    assert assess(tiny, soft, hard).factor == 1.0 and assess(Volume(3, "/c", 150, 100), soft, hard).factor == 0
+    assert assess(tiny, soft, hard).factor == 1.0
+    assert assess(Volume(3, "/c", 150, 100), soft, hard).factor == 0.0
 
 
 def test_used_bytes_ramp() -> None:

@@ -33,7 +33,7 @@ class SnapshotInput:
     def quarantined(self) -> DataFrame:
         return self.checked.where(F.col(REASON).isNotNull()).select(
             F.lit(self.source).alias("input"), F.lit(BACKLOG_SNAPSHOTS.name).alias("record"),
-            F.col(REASON), F.col("_row").alias("row"))
+            F.col(REASON).alias("reason"), F.col("_row").alias("row"))
 
     def counts(self) -> ReadCounts:
         row = self.checked.agg(F.count(F.lit(1)).alias("read"),

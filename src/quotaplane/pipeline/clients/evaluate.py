@@ -3,8 +3,11 @@
 spec: Kafka client quotas (reference facts A2, A3), the rules of `quotaplane.policies.clients.engine`.
 The state (samples, token bucket) is sequential per (config, broker, quota type, metric tags), so the
 recorded requests are grouped by that key with `applyInPandas` and each group is evaluated by the
-numpy kernels of `kernels` (vectorised; see there for the two loops that are not). Requests whose type
-Kafka does not record (no entity sets its quota) need no state and stay in column expressions.
+numpy kernels of `kernels` (vectorised; see there for the two loops that are not). Only numbers
+cross into Python: names travel as the integer ids of the resolved keys and are joined back after
+(converting strings to Python objects and back is what an `applyInPandas` row costs most). Requests
+whose type Kafka does not record (no entity sets its quota) need no state and stay in column
+expressions.
 
 The storage throttle factor in force (produce, with the storage callback) is looked up inside the
 group with `searchsorted` over the storage decisions, which are small (one row per storage
@@ -23,33 +26,34 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from quotaplane.pipeline.clients import kernels
+from quotaplane.pipeline.clients.resolve import KEY_COLUMNS
 from quotaplane.policies.clients.quota_types import (
     CONTROLLER_MUTATION,
     FETCH,
     NANOS_TO_PERCENTAGE_PER_SECOND,
     PRODUCE,
+    QUOTA_TYPES,
     QUOTA_VALUE_TYPES,
     REQUEST,
 )
 from quotaplane.policies.clients.settings import STRICT, ClientQuotaSettings
 
-GROUP_COLUMNS = ["config_id", "broker_id", "quota_type", "tag_user", "tag_client_id"]
+# The sharing group: one sensor state per (config, broker, quota type, metric tags).
+GROUP_COLUMNS = ["config_id", "broker_id", "type_code", "tag_id"]
+SOURCES = (None, "client", "static")  # quota_source by its code in the Python stage
 
-DECISION_SCHEMA = T.StructType([
+# What the per-group Python stage returns: numbers only (strings are joined back in the JVM).
+GROUP_SCHEMA = T.StructType([
     T.StructField("config_id", T.LongType(), False),
     T.StructField("broker_id", T.LongType(), False),
-    T.StructField("quota_type", T.StringType(), False),
-    T.StructField("tag_user", T.StringType(), False),
-    T.StructField("tag_client_id", T.StringType(), False),
+    T.StructField("type_code", T.IntegerType(), False),
+    T.StructField("key_id", T.IntegerType(), False),
     T.StructField("ts_ms", T.LongType(), False),
-    T.StructField("user", T.StringType(), False),
-    T.StructField("client_id", T.StringType(), False),
     T.StructField("value", T.DoubleType(), False),
     T.StructField("value_units", T.LongType(), False),
-    T.StructField("recorded", T.BooleanType(), False),
     T.StructField("quota_limit", T.DoubleType(), True),
     T.StructField("quota_level", T.IntegerType(), True),
-    T.StructField("quota_source", T.StringType(), True),
+    T.StructField("source_code", T.IntegerType(), False),
     T.StructField("throttle_factor", T.DoubleType(), True),
     T.StructField("rate", T.DoubleType(), True),
     T.StructField("window_ms", T.LongType(), True),
@@ -58,11 +62,16 @@ DECISION_SCHEMA = T.StructType([
     T.StructField("violated", T.BooleanType(), False),
     T.StructField("throttled", T.BooleanType(), False),
     T.StructField("throttle_time_ms", T.IntegerType(), False),
-    T.StructField("seq", T.LongType(), True),
-    T.StructField("_file", T.StringType(), True),
+    T.StructField("seq", T.LongType(), False),
+    T.StructField("_file", T.LongType(), True),
     T.StructField("_row", T.LongType(), True),
 ])
-DECISION_COLUMNS = [f.name for f in DECISION_SCHEMA.fields]
+
+# The per-request decisions (plus `quota_value` when the KIP-786 metric is on).
+DECISION_COLUMNS = ["config_id", "broker_id", "quota_type", "tag_user", "tag_client_id", "ts_ms", "user",
+                    "client_id", "value", "value_units", "recorded", "quota_limit", "quota_level",
+                    "quota_source", "throttle_factor", "rate", "window_ms", "tokens", "utilisation_pct",
+                    "violated", "throttled", "throttle_time_ms", "seq", "_file", "_row"]
 
 
 @dataclass(frozen=True)
@@ -104,27 +113,29 @@ def group_function(settings: ClientQuotaSettings,
     """The function each group runs (closes over the settings and the storage decisions)."""
 
     def evaluate_group(pdf: pd.DataFrame) -> pd.DataFrame:
-        pdf = pdf.sort_values(["ts_ms", "_file", "_row"], kind="stable").reset_index(drop=True)
-        n = len(pdf)
-        quota_type = str(pdf["quota_type"].iat[0])
-        t = pdf["ts_ms"].to_numpy(dtype=np.int64)
-        value = pdf["value"].to_numpy(dtype=np.float64)
+        columns = {name: pdf[name].to_numpy() for name in pdf.columns}
+        order = np.lexsort((columns["_row"], columns["_file"], columns["ts_ms"]))
+        columns = {name: array[order] for name, array in columns.items()}
+        n = len(order)
+        quota_type = QUOTA_TYPES[int(columns["type_code"][0])]
+        t = columns["ts_ms"].astype(np.int64)
+        value = columns["value"].astype(np.float64)
         units = units_of(quota_type, value)
-        base = pdf["base_limit"].to_numpy(dtype=np.float64)
+        base = columns["base_limit"].astype(np.float64)
         has_client = ~np.isnan(base)
         factor = np.full(n, np.nan)
         if quota_type == PRODUCE and settings.storage_combined:
-            times, values = factors.for_broker(int(pdf["broker_id"].iat[0]))
+            times, values = factors.for_broker(int(columns["broker_id"][0]))
             factor = kernels.factor_in_force(times, values, t)
             static = np.nan if settings.static_produce is None else settings.static_produce
             chosen = np.where(has_client, base, static)
             with np.errstate(invalid="ignore"):
                 limit = np.where(np.isnan(chosen), np.where(factor == 0.0, 1.0, np.nan),
                                  np.maximum(chosen * factor, 1.0))
-            source = np.where(has_client, "client", "static").astype(object)
+            source = np.where(has_client, 1, 2)
         else:
             limit = base
-            source = np.where(has_client, "client", None).astype(object)
+            source = np.where(has_client, 1, 0)
         if quota_type == CONTROLLER_MUTATION:
             result = kernels.mutation_group(
                 t, units, float(limit[0]), settings.controller_mutation_mode == STRICT,
@@ -136,22 +147,19 @@ def group_function(settings: ClientQuotaSettings,
                 scale=NANOS_TO_PERCENTAGE_PER_SECOND if quota_type == REQUEST else 1.0,
                 cap_ms=settings.request_max_throttle_ms if quota_type == REQUEST else None,
                 unrecord=quota_type == FETCH)
-        level = pdf["quota_level"].to_numpy(dtype=np.int64)
+        level = columns["quota_level"].astype(np.int64)
         return pd.DataFrame({
-            "config_id": pdf["config_id"], "broker_id": pdf["broker_id"], "quota_type": pdf["quota_type"],
-            "tag_user": pdf["tag_user"], "tag_client_id": pdf["tag_client_id"], "ts_ms": t,
-            "user": pdf["user"], "client_id": pdf["client_id"], "value": value, "value_units": units,
-            "recorded": np.ones(n, dtype=bool),
-            "quota_limit": limit,
-            "quota_level": pd.Series(level.astype(np.int32), dtype="Int32").mask(level <= 0),
-            "quota_source": source,
-            "throttle_factor": factor,
+            "config_id": columns["config_id"], "broker_id": columns["broker_id"],
+            "type_code": columns["type_code"], "key_id": columns["key_id"], "ts_ms": t, "value": value,
+            "value_units": units, "quota_limit": limit,
+            "quota_level": np.where(level > 0, level, np.nan),
+            "source_code": source.astype(np.int32), "throttle_factor": factor,
             "rate": result.rate, "window_ms": result.window_ms, "tokens": result.tokens,
             "utilisation_pct": kernels.utilisation(result.rate, limit),
             "violated": result.violated, "throttled": result.throttle_ms > 0,
             "throttle_time_ms": result.throttle_ms.astype(np.int32),
-            "seq": np.arange(n, dtype=np.int64), "_file": pdf["_file"], "_row": pdf["_row"],
-        })
+            "seq": np.arange(n, dtype=np.int64), "_file": columns["_file"], "_row": columns["_row"],
+        }, copy=False)
 
     return evaluate_group
 
@@ -163,25 +171,32 @@ def _units_column() -> Column:
     return F.when(F.col("quota_type") == REQUEST, rounded).otherwise(value.cast("long")).cast("long")
 
 
-def evaluate_requests(resolved: DataFrame, settings: ClientQuotaSettings,
+def evaluate_requests(requests: DataFrame, keys: DataFrame, settings: ClientQuotaSettings,
                       factors: FactorTable | None = None) -> DataFrame:
-    """Per-request decisions (`DECISION_SCHEMA`, plus `quota_value` when the KIP-786 metric is on).
+    """Per-request decisions (`DECISION_COLUMNS`, plus `quota_value` when the KIP-786 metric is on).
 
-    `resolved` is `resolve.resolve_quotas` output with `_file` and `_row` (the input order, which
-    breaks ties between requests of one group at the same millisecond).
+    `requests` has the telemetry fields plus `config_id`, `_file` and `_row` (longs: the input
+    order, which breaks ties between requests of one group at the same millisecond); `keys` is
+    `resolve.resolve_quotas` of them (small: it is broadcast, and read three times, so callers
+    with large inputs persist it).
     """
     factors = factors or FactorTable.from_pandas(None)
-    inputs = resolved.select(*GROUP_COLUMNS, "ts_ms", "user", "client_id", "value", "recorded",
-                             "base_limit", F.coalesce("quota_level", F.lit(0)).alias("quota_level"),
-                             "_file", "_row")
-    recorded = (inputs.where(F.col("recorded"))
-                .groupBy(*GROUP_COLUMNS)
-                .applyInPandas(group_function(settings, factors), schema=DECISION_SCHEMA))
-    unrecorded = inputs.where(~F.col("recorded")).select(
-        *GROUP_COLUMNS, "ts_ms", "user", "client_id", "value",
-        _units_column().alias("value_units"), F.lit(False).alias("recorded"),
-        F.col("base_limit").alias("quota_limit"),
-        F.when(F.col("quota_level") > 0, F.col("quota_level")).cast("int").alias("quota_level"),
+    joined = requests.join(F.broadcast(keys), on=KEY_COLUMNS, how="inner")
+    inputs = joined.where(F.col("recorded")).select(
+        *GROUP_COLUMNS, "key_id", "ts_ms", "value", "base_limit",
+        F.coalesce("quota_level", F.lit(0)).alias("quota_level"), "_file", "_row")
+    groups = inputs.groupBy(*GROUP_COLUMNS).applyInPandas(group_function(settings, factors), GROUP_SCHEMA)
+    names = keys.select("config_id", "type_code", "key_id", "quota_type", "user", "client_id", "tag_user",
+                        "tag_client_id")
+    source = F.col("source_code")
+    recorded = groups.join(F.broadcast(names), on=["config_id", "type_code", "key_id"], how="inner").select(
+        *[F.lit(True).alias(c) if c == "recorded" else
+          F.when(source == 1, F.lit(SOURCES[1])).when(source == 2, F.lit(SOURCES[2])).alias(c)
+          if c == "quota_source" else F.col(c) for c in DECISION_COLUMNS])
+    unrecorded = joined.where(~F.col("recorded")).select(
+        "config_id", "broker_id", "quota_type", "tag_user", "tag_client_id", "ts_ms", "user", "client_id",
+        "value", _units_column().alias("value_units"), F.lit(False).alias("recorded"),
+        F.col("base_limit").alias("quota_limit"), F.col("quota_level").cast("int").alias("quota_level"),
         F.when(F.col("base_limit").isNotNull(), F.lit("client")).alias("quota_source"),
         F.lit(None).cast("double").alias("throttle_factor"), F.lit(None).cast("double").alias("rate"),
         F.lit(None).cast("long").alias("window_ms"), F.lit(None).cast("double").alias("tokens"),

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -42,10 +43,12 @@ STANDING_TABLE = "client_quota_standing"
 
 
 def with_input_order(read: ReadResult) -> DataFrame:
-    """The used rows with `_file` and `_row` (file, then position in it): the order that breaks ties
-    between requests of one sharing group at the same millisecond. Taken in the scan's stage."""
+    """The used rows with `_file` and `_row`: the order that breaks ties between requests of one
+    sharing group at the same millisecond. `_row` increases with the position in a file; `_file` is
+    a fixed hash of the file's path, so ties across files follow a fixed (arbitrary) file order.
+    Both are taken in the scan's stage (longs, so they travel cheaply)."""
     return (read.checked.where(F.col(REASON).isNull())
-            .select(*CLIENT_REQUESTS.field_names, F.input_file_name().alias("_file"),
+            .select(*CLIENT_REQUESTS.field_names, F.xxhash64(F.input_file_name()).alias("_file"),
                     F.monotonically_increasing_id().alias("_row"))
             .withColumn("config_id", F.lit(0).cast("long")))
 
@@ -83,10 +86,14 @@ def run_stage(ctx: RunContext) -> StageResult | None:
 
     factors, decision_rows = _factor_table(storage_decisions)
     with ctx.progress.step("clients: measuring rates and throttle times"):
-        resolved = resolve_quotas(with_input_order(read), quota_table(spark, {0: config}), storage_combined)
-        decisions = evaluate_requests(resolved, settings, factors)
+        # the input is read three times (its keys, recorded and other rows): read it once
+        requests = with_input_order(read).persist(StorageLevel.MEMORY_AND_DISK)
+        keys = resolve_quotas(requests, quota_table(spark, {0: config}), storage_combined).persist()
+        decisions = evaluate_requests(requests, keys, settings, factors)
         decisions.drop("config_id", "_file", "_row").write.mode("overwrite").parquet(
             str(out / DECISIONS_TABLE))
+        keys.unpersist()
+        requests.unpersist()
         decisions = _read_back(spark, out / DECISIONS_TABLE)
 
     with ctx.progress.step("clients: intervals and standing"):

@@ -7,9 +7,11 @@ spec: Kafka `DefaultQuotaCallback` (reference facts A1), the rules of
    type's `quotaTypesEnabled` mask is the `bit_or` of its entities' level bits.
 2. Each distinct (config_id, quota_type, user, client_id) of the requests is expanded to the eight
    entities its precedence levels look up and left-joined to the table, giving `v1`..`v8`.
-   The configuration is small, so its joins are broadcast.
+   The configuration and the distinct keys (users x client ids x types) are small next to the
+   requests, so those joins are broadcast.
 3. Tags follow the mask (one kind of entity, or the walk through levels 1-6), the limit the first
-   of the tier the tags name, and the result is joined back to the requests.
+   of the tier the tags name. The result is a small table of keys with integer ids, which
+   `evaluate` joins to the requests (broadcast).
 
 `config_id` lets one job evaluate several configurations side by side (one per scenario).
 """
@@ -18,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from quotaplane.policies.clients.entities import DEFAULT, LEVELS, ClientQuotaConfig, Part
-from quotaplane.policies.clients.quota_types import CONFIG_KEY, PRODUCE
+from quotaplane.policies.clients.quota_types import CONFIG_KEY, PRODUCE, QUOTA_TYPES
 
 QUOTA_SCHEMA = T.StructType([
     T.StructField("config_id", T.LongType(), False),
@@ -98,12 +100,8 @@ def resolve_keys(keys: DataFrame, quotas: DataFrame, storage_combined: bool) -> 
         F.when(F.col("user_named"), F.col("user")).otherwise(F.lit("")).alias("user_name"),
         F.when(F.col("client_named"), F.col("client_id")).otherwise(F.lit("")).alias("client_name"),
     )
-    joined = cand.join(
-        F.broadcast(quotas).select("config_id", "quota_type", "user_kind", "user_name", "client_kind", "client_name",
-                      "value"),
-        on=["config_id", "quota_type", "user_kind", "user_name", "client_kind", "client_name"],
-        how="left",
-    )
+    entity = ["config_id", "quota_type", "user_kind", "user_name", "client_kind", "client_name"]
+    joined = cand.join(F.broadcast(quotas.select(*entity, "value")), on=entity, how="left")
     found = joined.groupBy(*KEY_COLUMNS).agg(
         *[F.max(F.when(F.col("level") == level, F.col("value"))).alias(f"v{level}") for level in LEVELS])
     masks = quotas.groupBy("config_id", "quota_type").agg(F.bit_or("level_bit").alias("mask"))
@@ -136,13 +134,28 @@ def resolve_keys(keys: DataFrame, quotas: DataFrame, storage_combined: bool) -> 
         limit = F.when(condition, F.coalesce(*[p[0] for p in pairs])).otherwise(limit)
         level = F.when(condition, _first(pairs)).otherwise(level)
     recorded = (mask != 0) | ((F.col("quota_type") == PRODUCE) & F.lit(bool(storage_combined)))
-    return res.select(*KEY_COLUMNS, "tag_user", "tag_client_id", limit.alias("base_limit"),
-                      level.alias("quota_level"), recorded.alias("recorded"))
+    type_code = F.lit(None).cast("int")
+    for code, quota_type in reversed(list(enumerate(QUOTA_TYPES))):
+        type_code = F.when(F.col("quota_type") == quota_type, F.lit(code)).otherwise(type_code)
+    by_type = Window.partitionBy("config_id", "quota_type")
+    return res.select(
+        *KEY_COLUMNS, "tag_user", "tag_client_id", limit.alias("base_limit"), level.alias("quota_level"),
+        recorded.alias("recorded"), type_code.alias("type_code"),
+        F.dense_rank().over(by_type.orderBy("user", "client_id")).alias("key_id"),
+        F.dense_rank().over(by_type.orderBy("tag_user", "tag_client_id")).alias("tag_id"),
+    )
+
+
+def request_keys(requests: DataFrame) -> DataFrame:
+    """The distinct (config_id, quota_type, user, client_id) of the requests."""
+    return requests.select(*KEY_COLUMNS).distinct()
 
 
 def resolve_quotas(requests: DataFrame, quotas: DataFrame, storage_combined: bool) -> DataFrame:
-    """`requests` (with `config_id`) plus `tag_user`, `tag_client_id`, `base_limit` (the configured
-    quota, null: none), `quota_level` (1-8, null) and `recorded` (the type's usage is recorded)."""
-    keys = requests.select(*KEY_COLUMNS).distinct()
-    resolved = resolve_keys(keys, quotas, storage_combined)
-    return requests.join(resolved, on=KEY_COLUMNS, how="left")
+    """The resolved keys of `requests` (see `resolve_keys`): a small table, one row per distinct
+    (config_id, quota_type, user, client_id), with `tag_user`, `tag_client_id`, `base_limit` (the
+    configured quota, null: none), `quota_level` (1-8, null), `recorded` (the type's usage is
+    recorded), `type_code` (index in `QUOTA_TYPES`), and `key_id` / `tag_id`: dense ids of the key
+    and of its metric tags within (config_id, quota_type), so that the per-group Python stage sees
+    only numbers."""
+    return resolve_keys(request_keys(requests), quotas, storage_combined)

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from quotaplane.config.storage import StorageConfig
 from quotaplane.pipeline.storage import limits
-from quotaplane.pipeline.storage.rounds import ROUND, Rounds, build_rounds, round_columns
+from quotaplane.pipeline.storage.rounds import ROUND, annotated_rows, round_columns, round_summary
 from quotaplane.policies.storage.decision import MISSING_BROKER_DATA
 
 # Column order of the `storage_decisions` table.
@@ -28,9 +28,10 @@ DECISION_COLUMNS = [
 WORST_FIELDS = ("volume_factor", "headroom", "broker_id", "log_dir")
 
 
-def _worst() -> Column:
+def _worst(where: Column | None = None) -> Column:
     """The throttling volume of a group: the minimum of (factor, headroom, broker id, log dir)."""
-    return F.min(F.struct(*WORST_FIELDS)).alias("worst")
+    worst = F.struct(*WORST_FIELDS)
+    return F.min(worst if where is None else F.when(where, worst)).alias("worst")
 
 
 @dataclass
@@ -42,23 +43,27 @@ class StorageEvaluation:
     volumes: DataFrame
 
 
+LIMIT_COLUMNS = ("soft_threshold", "hard_threshold", "soft_breached", "hard_breached", "volume_factor",
+                 "headroom")
+
+
 def evaluate(config: StorageConfig, volumes: DataFrame, membership: DataFrame,
              errors: DataFrame) -> StorageEvaluation:
     """Evaluate a whole history (typed telemetry as `read_telemetry(...).used` gives it)."""
-    r = build_rounds(volumes, membership, errors, config.check_interval_ms)
+    rows = annotated_rows(volumes, membership, errors, config.check_interval_ms)
     if config.evaluation == "cluster":
-        decisions = _cluster(config, r)
+        decisions = _cluster(config, rows)
     elif config.evaluation == "local":
-        decisions = _local(config, r)
+        decisions = _local(config, rows)
     else:
-        decisions = _strimzi(config, r)
-    counted = r.considered.join(r.rounds.select(*ROUND, "round_ts"), ROUND)
+        decisions = _strimzi(config, rows)
+    counted = rows.where(F.col("counted"))
     if config.hard is not None and config.soft is not None:
         counted = counted.transform(limits.assess(config.soft, config.hard))
-    return StorageEvaluation(decisions.select(*DECISION_COLUMNS), counted.select(
-        *round_columns()[:3], "broker_id", "log_dir", "total_bytes", "available_bytes",
-        *[c for c in counted.columns if c in ("soft_threshold", "hard_threshold", "soft_breached",
-                                                "hard_breached", "volume_factor", "headroom")]))
+    extra = [c for c in LIMIT_COLUMNS if c in counted.columns]
+    observed = counted.select(*round_columns()[:3], "broker_id", "log_dir", "total_bytes", "available_bytes",
+                              *extra)
+    return StorageEvaluation(decisions.select(*DECISION_COLUMNS), observed)
 
 
 def storage_decisions(config: StorageConfig, volumes: DataFrame, membership: DataFrame,
@@ -87,31 +92,18 @@ def _finish(config: StorageConfig, df: DataFrame, source: str) -> DataFrame:
         F.col("fallback_reason").cast("string").alias("fallback_reason"),
         F.col("fallback_applied").cast("boolean").alias("fallback_applied"),
         F.col("error").alias("collection_error"),
-        F.coalesce(F.col("active_brokers"), F.lit(0)).cast("long").alias("active_brokers"),
-        F.coalesce(F.col("active_log_dirs"), F.lit(0)).cast("long").alias("active_log_dirs"),
-        F.coalesce(F.col("missing_brokers"), F.lit(0)).cast("long").alias("missing_brokers"),
+        F.col("active_brokers").cast("long").alias("active_brokers"),
+        F.col("active_log_dirs").cast("long").alias("active_log_dirs"),
+        F.col("missing_brokers").cast("long").alias("missing_brokers"),
         F.col("used_bytes").cast("long").alias("used_bytes"),
         _effective_produce(config, F.col("throttle_factor").cast("double")).alias("effective_produce_limit"),
     )
 
 
-def _round_counts(r: Rounds) -> DataFrame:
-    """Per round: active brokers, counted log dirs, active brokers with no observation."""
-    active = r.active.groupBy(*ROUND).agg(F.count(F.lit(1)).alias("active_brokers"))
-    dirs = r.considered.groupBy(*ROUND).agg(F.count(F.lit(1)).alias("active_log_dirs"))
-    seen = r.considered.select(*ROUND, "broker_id").distinct()
-    missing = (r.active.join(seen, [*ROUND, "broker_id"], "left_anti")
-               .groupBy(*ROUND).agg(F.count(F.lit(1)).alias("missing_brokers")))
-    return (r.rounds.join(active, ROUND, "left").join(dirs, ROUND, "left").join(missing, ROUND, "left")
-            .fillna(0, ["active_brokers", "active_log_dirs", "missing_brokers"]))
-
-
-def _cluster(config: StorageConfig, r: Rounds) -> DataFrame:
+def _cluster(config: StorageConfig, rows: DataFrame) -> DataFrame:
     """spec dialect, cluster source: minimum volume factor over the active brokers, or the fallback."""
     assert config.soft is not None and config.hard is not None
-    worst = (r.considered.transform(limits.assess(config.soft, config.hard))
-             .groupBy(*ROUND).agg(_worst()))
-    df = _round_counts(r).join(worst, ROUND, "left")
+    df = round_summary(rows.transform(limits.assess(config.soft, config.hard)), _worst(F.col("counted")))
     fallback = F.lit(config.fallback_factor)
     failed, missing = F.col("error").isNotNull(), F.col("missing_brokers") > 0
     computed = F.coalesce(F.col("worst.volume_factor"), F.lit(1.0))
@@ -129,36 +121,35 @@ def _cluster(config: StorageConfig, r: Rounds) -> DataFrame:
     ), "cluster")
 
 
-def _local(config: StorageConfig, r: Rounds) -> DataFrame:
+def _local(config: StorageConfig, rows: DataFrame) -> DataFrame:
     """Deprecated local source: per round and active broker, the legacy rule on its own volumes."""
-    own = (r.considered.groupBy(*ROUND, "broker_id")
-           .agg(F.sum(F.col("total_bytes") - F.col("available_bytes")).alias("used"),
-                F.count(F.lit(1)).alias("own_dirs")))
-    rounds = _round_counts(r).drop("active_log_dirs", "missing_brokers")
-    df = r.active.join(rounds, ROUND).join(own, [*ROUND, "broker_id"], "left")
+    df = (rows.where(F.col("active"))
+          .groupBy(*ROUND, "broker_id")
+          .agg(F.first("round_ts").alias("round_ts"), F.first("error").alias("error"),
+               F.first("active_brokers").alias("active_brokers"),
+               F.sum(F.when(F.col("counted"), F.col("total_bytes") - F.col("available_bytes"))).alias("used"),
+               F.count(F.when(F.col("counted"), 1)).alias("active_log_dirs")))
     fallback = F.lit(config.fallback_factor)
     failed, missing = F.col("error").isNotNull(), F.col("used").isNull()
     computed = limits.legacy_factor(F.col("used"), config.legacy_soft_bytes, config.legacy_hard_bytes)
-    factor = F.when(failed | missing, fallback).otherwise(computed)
     reason = F.when(failed, F.col("error")).when(missing, F.lit(MISSING_BROKER_DATA))
     return _finish(config, df.select(
         "*",
         F.col("broker_id").alias("observing_broker_id"),
-        factor.alias("throttle_factor"),
+        F.when(failed | missing, fallback).otherwise(computed).alias("throttle_factor"),
         F.when(~failed & ~missing & (computed < 1.0), F.col("broker_id")).alias("throttling_broker_id"),
         F.lit(None).cast("string").alias("throttling_log_dir"),
         reason.alias("fallback_reason"),
         reason.isNotNull().alias("fallback_applied"),
-        F.coalesce(F.col("own_dirs"), F.lit(0)).alias("active_log_dirs"),
         F.when(missing, 1).otherwise(0).alias("missing_brokers"),
-        F.col("used").alias("used_bytes"),
+        F.when(~failed, F.col("used")).alias("used_bytes"),
     ), "local")
 
 
-def _strimzi(config: StorageConfig, r: Rounds) -> DataFrame:
+def _strimzi(config: StorageConfig, rows: DataFrame) -> DataFrame:
     """strimzi dialect: circuit breaker over the cached observations, strict validity, fallback once
     per transition (see `quotaplane.policies.storage.strimzi`)."""
-    base = _round_counts(r)
+    base = round_summary(rows)
     none_long, none_str = F.lit(None).cast("long"), F.lit(None).cast("string")
     common = [none_long.alias("observing_broker_id"), none_long.alias("used_bytes")]
     if not config.checks_enabled:
@@ -169,10 +160,11 @@ def _strimzi(config: StorageConfig, r: Rounds) -> DataFrame:
 
     in_order = Window.partitionBy("cluster").orderBy("round_ts", "is_window", "round_no")
     seq = base.select("*", F.row_number().over(in_order).alias("seq"))
-    worst = _cached_worst(config, r, seq)
-    df = seq.join(worst, ["cluster", "seq"], "left")
+    df = seq.join(_cached_worst(config, rows, seq), ["cluster", "seq"], "left")
     success = F.col("error").isNull()
     so_far = in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    # the factor in force (and its volume) is that of the last success; wrapped so that a success
+    # with no throttling volume still replaces an earlier one
     carried = F.last(F.when(success, F.struct(
         F.coalesce(F.col("worst.volume_factor"), F.lit(1.0)).alias("factor"),
         F.when(F.col("worst.volume_factor") < 1.0, F.col("worst")).alias("worst"))), ignorenulls=True)
@@ -180,8 +172,8 @@ def _strimzi(config: StorageConfig, r: Rounds) -> DataFrame:
                             F.min("round_ts").over(Window.partitionBy("cluster")))
     expired = ~success & ((F.col("round_ts") - valid_from) > F.lit(config.validity_expired_after_ms))
     df = df.select("*", carried.over(so_far).alias("carried"), expired.alias("expired"))
-    applied = F.col("expired") & ~F.lag("expired", 1, False).over(in_order)
-    df = df.select("*", applied.alias("fallback_applied"))
+    first_expired = F.col("expired") & ~F.lag("expired", 1, False).over(in_order)
+    df = df.select("*", first_expired.alias("fallback_applied"))
     reason = F.last(F.when(F.col("fallback_applied"), F.col("error")), ignorenulls=True).over(so_far)
     keep = ~F.col("expired")
     return _finish(config, df.select(
@@ -194,7 +186,7 @@ def _strimzi(config: StorageConfig, r: Rounds) -> DataFrame:
     ), "strimzi")
 
 
-def _cached_worst(config: StorageConfig, r: Rounds, seq: DataFrame) -> DataFrame:
+def _cached_worst(config: StorageConfig, rows: DataFrame, seq: DataFrame) -> DataFrame:
     """Per successful round (`cluster`, `seq`): the worst volume of the observation cache.
 
     The cache at round r holds, per (broker, log dir), its latest observation made in a successful
@@ -207,13 +199,13 @@ def _cached_worst(config: StorageConfig, r: Rounds, seq: DataFrame) -> DataFrame
     if evict <= 0:
         return ok.select("cluster", "seq", F.lit(None).cast(
             "struct<volume_factor:double,headroom:double,broker_id:bigint,log_dir:string>").alias("worst"))
-    obs = (r.considered.join(ok, ROUND)
-           .select("cluster", F.col("seq").alias("obs_seq"), F.col("round_ts").alias("obs_ts"),
-                   "broker_id", "log_dir", "total_bytes", "available_bytes",
-                   F.expr(f"(round_ts - pmod(round_ts, {evict}L)) div {evict}L").alias("bucket")))
     bucket = F.expr(f"(round_ts - pmod(round_ts, {evict}L)) div {evict}L")
-    targets = ok.select("cluster", "seq", "round_ts",
-                        F.explode(F.array(bucket, bucket - 1)).alias("bucket"))
+    obs = (rows.where(F.col("counted") & F.col("error").isNull())
+           .select(*ROUND, "broker_id", "log_dir", "total_bytes", "available_bytes")
+           .join(ok, ROUND)
+           .select("cluster", F.col("seq").alias("obs_seq"), F.col("round_ts").alias("obs_ts"),
+                   "broker_id", "log_dir", "total_bytes", "available_bytes", bucket.alias("bucket")))
+    targets = ok.select("cluster", "seq", "round_ts", F.explode(F.array(bucket, bucket - 1)).alias("bucket"))
     cached = (targets.join(obs, ["cluster", "bucket"])
               .where((F.col("obs_seq") <= F.col("seq")) & (F.col("round_ts") - F.col("obs_ts") < evict))
               .groupBy("cluster", "seq", "broker_id", "log_dir")

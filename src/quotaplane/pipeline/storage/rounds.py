@@ -6,7 +6,7 @@ when the interval is 0). A null cluster (a collection error naming no cluster, i
 names none) is carried as `NO_CLUSTER` so that it groups and joins like any other key.
 
 All three inputs are put in one table and shuffled once by `ROUND`; every per-round quantity is
-then a window function or an aggregation over that same partitioning (no further shuffle).
+then an aggregation or a window function over that same partitioning (no further shuffle).
 """
 
 from __future__ import annotations
@@ -60,37 +60,48 @@ def _unified(volumes: DataFrame, membership: DataFrame, errors: DataFrame) -> Da
         "cluster", F.coalesce(F.col("cluster"), F.lit(NO_CLUSTER)))
 
 
-def annotated_rows(volumes: DataFrame, membership: DataFrame, errors: DataFrame, interval_ms: int) -> DataFrame:
-    """Every input row with its round and the round-level facts it needs, partitioned by `ROUND`.
+def annotated_rows(volumes: DataFrame, membership: DataFrame, errors: DataFrame,
+                   interval_ms: int) -> DataFrame:
+    """One row per (round, kind, broker, log dir) with the round-level facts it needs, partitioned
+    by `ROUND`.
 
-    Added columns: `round_ts` (the round's time), `error` (its failure reason or null), `counted`
-    (a volume row that is the round's observation of an active broker's log dir), `broker_row`
-    (one row per broker present in the round), `active` (the broker is active in the round),
-    `observed` (the broker has a volume row in the round), `active_brokers` (per round).
+    Rows of one kind, broker and log dir in a round are merged first (a hash aggregation): a volume
+    keeps its counted observation (latest `ts`, then fewest available, then fewest total bytes), a
+    round's errors keep the earliest (`ts`, `reason`). Added columns: `round_ts` (the round's time),
+    `error` (its failure reason or null), `listed`/`observed` (the broker has membership/volume rows
+    in the round), `active`, `counted` (a volume of an active broker), `broker_row` (one row per
+    broker of the round) and `active_brokers`. The window functions share one sort order.
     """
     rows = _unified(volumes, membership, errors).transform(with_round(interval_ms)).repartition(*ROUND)
+    merged = (rows.groupBy(*ROUND, "broker_id", "kind", "log_dir")  # sorted as the windows need
+              .agg(F.max("ts").alias("ts"),
+                   F.min(F.struct((-F.col("ts")).alias("neg_ts"), "available_bytes", "total_bytes"))
+                   .alias("obs"),
+                   F.min(F.struct("ts", "reason")).alias("err"))
+              .select(*ROUND, "kind", "broker_id", "log_dir", "ts",
+                      F.col("obs.total_bytes").alias("total_bytes"),
+                      F.col("obs.available_bytes").alias("available_bytes"),
+                      F.when(F.col("kind") == ERROR, F.col("err")).alias("err")))
+    in_broker = Window.partitionBy(*ROUND, "broker_id").orderBy("kind", "log_dir")
+    whole_broker = in_broker.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     by_round = Window.partitionBy(*ROUND)
-    by_broker = Window.partitionBy(*ROUND, "broker_id")
     is_vol, is_member = F.col("kind") == VOLUME, F.col("kind") == MEMBER
-    # the observation that counts for a (broker, log dir): latest ts, fewest available, fewest total
-    latest = F.row_number().over(Window.partitionBy(*ROUND, "broker_id", "log_dir", "kind").orderBy(
-        F.col("ts").desc(), "available_bytes", "total_bytes")) == 1
-    rows = rows.select(
+    merged = merged.select(
+        "*",
+        F.max(is_member).over(whole_broker).alias("listed"),
+        F.max(is_vol).over(whole_broker).alias("observed"),
+        (F.col("broker_id").isNotNull() & (F.row_number().over(in_broker) == 1)).alias("broker_row"),
+    ).select(
         "*",
         F.max("ts").over(by_round).alias("round_ts"),
-        F.min(F.when(F.col("kind") == ERROR, F.struct("ts", "reason"))).over(by_round)["reason"].alias("error"),
+        F.min("err").over(by_round)["reason"].alias("error"),
         F.max(is_member).over(by_round).alias("round_listed"),
-        F.max(is_member).over(by_broker).alias("listed"),
-        F.max(is_vol).over(by_broker).alias("observed"),
-        (is_vol & latest).alias("latest"),
-        (F.col("broker_id").isNotNull()
-         & (F.row_number().over(by_broker.orderBy("kind", "ts", "log_dir")) == 1)).alias("broker_row"),
     )
-    active = F.col("listed") | (~F.col("round_listed") & F.col("observed"))
-    rows = rows.select("*", (F.col("broker_id").isNotNull() & active).alias("active"))
-    return rows.select(
+    active = F.col("broker_id").isNotNull() & (F.col("listed") | (~F.col("round_listed") & F.col("observed")))
+    merged = merged.select("*", active.alias("active"))
+    return merged.select(
         "*",
-        (F.col("latest") & F.col("active")).alias("counted"),
+        (is_vol & F.col("active")).alias("counted"),
         F.sum(F.when(F.col("broker_row") & F.col("active"), 1).otherwise(0)).over(by_round)
          .alias("active_brokers"),
     )

@@ -59,6 +59,7 @@ def run_stage(ctx: RunContext) -> StageResult | None:
     out = ctx.out_dir
     with ctx.progress.step("topics: read produce requests"):
         read = read_telemetry(ctx.spark, TOPIC_REQUESTS, path)
+        checked = read.checked.persist()  # parsed once: the evaluation scans the requests several times
         counts = read.counts()
         if counts.quarantined:
             _write(read.quarantined, out / "quarantine" / INPUT)
@@ -66,6 +67,7 @@ def run_stage(ctx: RunContext) -> StageResult | None:
     _write(_changes(ctx.spark, config), out / "topic_threshold_changes")
     rejected = [str(change_error(c)) for c in config.rejected_changes]
     if as_of is None:
+        checked.unpersist()
         summary = _summary_of(config, [], [], None)
         summary["input"] = counts.as_dict()
         return StageResult(NAME, summary, [counts], [], [f"topics: no usable produce request in {path}"])
@@ -75,6 +77,7 @@ def run_stage(ctx: RunContext) -> StageResult | None:
         meter_rows = [MeterSnapshot(**r.asDict()) for r in meters(rows).collect()]
         _write(meters(rows), out / "topic_meters")
         rows.unpersist()
+        checked.unpersist()
     decided = ctx.spark.read.parquet(str(out / "topic_decisions"))
     with ctx.progress.step("topics: intervals and dropped-request log"):
         intervals_path = out / "topic_intervals"

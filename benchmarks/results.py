@@ -1,0 +1,192 @@
+"""Results of a tier: per policy, one point per scale, the linear fits, the targets; and the
+extrapolation of a larger tier from a measured one's fits."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from benchmarks.fit import linear_fit
+from benchmarks.policies import POLICIES, PolicySpec
+from benchmarks.prefix import ReferenceRun
+from benchmarks.stages import BareRun, StageRun
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+# Targets (issue: benchmarks and scale): the decisions time over the bare job's, per policy; and the
+# pipeline faster than the reference engine from these tiers on.
+BARE_TARGETS = {"storage": 1.5, "clients": 3.0}
+REFERENCE_TARGET_TIERS = ("M", "L")
+
+
+def point(scale: float, policy: PolicySpec, rows_by_kind: dict[str, int], stage: StageRun, bare: BareRun,
+          reference: ReferenceRun | None) -> dict[str, Any]:
+    """One measured point. Ratios are times over times: below 1 the first is faster."""
+    rows = sum(rows_by_kind[k] for k in policy.kinds())
+    out: dict[str, Any] = {
+        "scale": scale,
+        "input_rows": rows,
+        "rows_by_kind": {k: rows_by_kind[k] for k in policy.kinds()},
+        "decisions_seconds": stage.decisions_seconds,
+        "stage_seconds": stage.seconds,
+        "rows_per_second": rows / stage.decisions_seconds if stage.decisions_seconds > 0 else None,
+        "peak_rss_bytes": stage.peak_rss_bytes,
+        "jvm_heap_peak_bytes": stage.jvm_heap_peak_bytes,
+        "jvm_old_gen_peak_bytes": stage.jvm_old_gen_peak_bytes,
+        "bare_seconds": bare.seconds,
+        "ratio_to_bare": stage.decisions_seconds / bare.seconds if bare.seconds > 0 else None,
+        "stage_ratio_to_bare": stage.seconds / bare.seconds if bare.seconds > 0 else None,
+        "stage": stage.as_dict(),
+        "bare": bare.as_dict(),
+        "reference": reference.as_dict() if reference else None,
+    }
+    if reference is not None and reference.estimated_seconds > 0:
+        out["ratio_to_reference"] = stage.decisions_seconds / reference.estimated_seconds
+        out["reference_rows_per_second"] = rows / reference.estimated_seconds
+    else:
+        out["ratio_to_reference"] = None
+        out["reference_rows_per_second"] = None
+    return out
+
+
+def fits(points: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Seconds against input rows, for the decisions, the whole stage, the bare job and the reference."""
+    if len({p["input_rows"] for p in points}) < 2:
+        return None
+    xs = [float(p["input_rows"]) for p in points]
+    out = {name: linear_fit(xs, [float(p[key]) for p in points]).as_dict()
+           for name, key in (("decisions", "decisions_seconds"), ("stage", "stage_seconds"),
+                             ("bare", "bare_seconds"))}
+    if all(p["reference"] for p in points):
+        ys = [float(p["reference"]["estimated_seconds"]) for p in points]
+        out["reference"] = linear_fit(xs, ys).as_dict()
+    out["x"] = "input_rows"
+    out["y"] = "seconds"
+    return out
+
+
+def targets(tier: str, policy: str, points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each target with its value and whether it is met, per scale."""
+    out = []
+    if policy in BARE_TARGETS:
+        limit = BARE_TARGETS[policy]
+        out.append({"target": f"decisions within {limit:g}x of the bare Spark job", "metric": "ratio_to_bare",
+                    "limit": limit, "applies": True,
+                    "by_scale": {f"{p['scale']:g}": _check(p["ratio_to_bare"], limit, inclusive=True)
+                                 for p in points}})
+    out.append({"target": "pipeline faster than the reference engine", "metric": "ratio_to_reference",
+                "limit": 1.0, "applies": tier.split("-")[0] in REFERENCE_TARGET_TIERS,
+                "by_scale": {f"{p['scale']:g}": _check(p["ratio_to_reference"], 1.0, inclusive=False)
+                             for p in points}})
+    return out
+
+
+def _check(value: float | None, limit: float, inclusive: bool) -> dict[str, Any]:
+    met = None if value is None else (value <= limit if inclusive else value < limit)
+    return {"value": value, "met": met}
+
+
+def result_path(folder: Path, tier: str, day: date | None = None) -> Path:
+    return folder / f"{tier}-{(day or date.today()).isoformat()}.json"
+
+
+def write(path: Path, document: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2, default=str) + "\n", encoding="utf-8")
+    return path
+
+
+def latest(folder: Path) -> dict[str, dict[str, Any]]:
+    """The most recent results file of each tier in `folder` (by the date in its name)."""
+    found: dict[str, tuple[str, Path]] = {}
+    for path in sorted(folder.glob("*-????-??-??.json")):
+        tier, day = path.stem[:-11], path.stem[-10:]
+        if tier not in found or day >= found[tier][0]:
+            found[tier] = (day, path)
+    return {tier: {**json.loads(path.read_text(encoding="utf-8")), "file": path.name}
+            for tier, (_, path) in found.items()}
+
+
+# ---- extrapolation -------------------------------------------------------------------------------
+
+def _span(tier: dict[str, Any]) -> tuple[float, float]:
+    """(storage rounds, request/backlog window hours) of a tier's base span."""
+    rounds = tier["days"] * 86_400 / tier["interval_seconds"]
+    window = tier["window_hours"] if tier["window_hours"] is not None else tier["days"] * 24
+    return rounds, window
+
+
+def kind_factors(measured: dict[str, Any], target: dict[str, Any]) -> dict[str, float]:
+    """How many times more rows of each kind `target`'s base span has than `measured`'s: fleet width
+    (volumes, brokers, clients, Pulsar topics) times time (rounds, window hours)."""
+    rounds_m, window_m = _span(measured)
+    rounds_t, window_t = _span(target)
+    rounds, window = rounds_t / rounds_m, window_t / window_m
+    volumes = (target["brokers"] * target["log_dirs"]) / (measured["brokers"] * measured["log_dirs"])
+    return {
+        "volumes": rounds * volumes,
+        "membership": rounds * target["brokers"] / measured["brokers"],
+        "collection_errors": rounds,
+        "client_requests": window * target["clients"] / measured["clients"],
+        "topic_requests": window * target["clients"] / measured["clients"],
+        "backlog_snapshots": window * target["pulsar_topics"] / measured["pulsar_topics"],
+    }
+
+
+def _estimate(fit: dict[str, Any], largest: dict[str, Any], key: str, rows: int) -> tuple[float, str]:
+    """Seconds at `rows` from the fit; when the fit does not grow with the rows (a noisy curve), the
+    largest point's seconds per row instead."""
+    if fit["slope"] > 0:
+        return fit["intercept"] + fit["slope"] * rows, "fit"
+    return largest[key] / largest["input_rows"] * rows, "proportional"
+
+
+def extrapolate(measured: dict[str, Any], target: dict[str, Any]) -> dict[str, Any]:
+    """Estimate `target` (a tier description) from the fits of a measured tier's results."""
+    factors = kind_factors(measured["tier"], target)
+    policies: dict[str, Any] = {}
+    for name, bench in measured["policies"].items():
+        points = bench.get("points") or []
+        if not points or not bench.get("fits"):
+            continue
+        largest = max(points, key=lambda p: p["input_rows"])
+        per_scale = {k: v / largest["scale"] for k, v in largest["rows_by_kind"].items()}
+        rows_by_kind = {k: round(per_scale[k] * factors[k]) for k in POLICIES[name].kinds()}
+        rows = sum(rows_by_kind.values())
+        fit = bench["fits"]
+        decisions, basis = _estimate(fit["decisions"], largest, "decisions_seconds", rows)
+        stage, _ = _estimate(fit["stage"], largest, "stage_seconds", rows)
+        bare, _ = _estimate(fit["bare"], largest, "bare_seconds", rows)
+        reference = None
+        if largest.get("reference"):
+            reference = largest["reference"]["estimated_seconds"] / largest["input_rows"] * rows
+        policies[name] = {
+            "input_rows": rows,
+            "rows_by_kind": rows_by_kind,
+            "decisions_seconds": decisions,
+            "stage_seconds": stage,
+            "bare_seconds": bare,
+            "reference_seconds": reference,
+            "rows_per_second": rows / decisions if decisions > 0 else None,
+            "ratio_to_bare": decisions / bare if bare > 0 else None,
+            "ratio_to_reference": decisions / reference if reference else None,
+            "beyond_largest_measured": rows / largest["input_rows"],
+            "fit_r2": fit["decisions"]["r2"],
+            "basis": basis,
+        }
+    return {
+        "tier": target,
+        "extrapolated": True,
+        "from": {"tier": measured["tier"]["name"], "file": measured.get("file"),
+                 "date": measured.get("date")},
+        "method": ("rows of each kind = the measured tier's rows per unit of scale times the ratio of fleet "
+                   "width (volumes, brokers, client ids or Pulsar topics) and of time span (rounds or window "
+                   "hours); seconds = the measured linear fit of seconds against input rows at those rows "
+                   "(pipeline decisions, whole stage, bare job; where a fit does not grow with the rows, "
+                   "the largest point's seconds per row: basis 'proportional'); reference = its measured "
+                   "seconds per row at the largest point times those rows. Memory is not extrapolated."),
+        "machine": measured.get("machine"),
+        "policies": policies,
+    }

@@ -1,0 +1,106 @@
+"""The storage stage of `quotaplane run`: telemetry in; decisions, metrics, summary and report out.
+
+Reads `volumes`, `membership` and `collection_errors` (each validated once and staged as Parquet,
+so every later step reads typed rows), writes the quarantined rows to `quarantine/<record>`, the
+decisions of the storage configuration to `storage_decisions` (and of the comparison configuration
+to `storage_decisions_compare`), the counted volume observations with their thresholds to
+`storage_volume_observations`, registers the spec's metrics and returns the summary and report.
+`ctx.shared["storage_decisions"]` is the decisions table read back from Parquet.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from pyspark.sql import DataFrame
+
+from quotaplane.config.storage import StorageConfig, load_storage_config
+from quotaplane.metrics.storage import register
+from quotaplane.pipeline.stage import RunContext, StageResult, find_input
+from quotaplane.pipeline.storage import summary as S
+from quotaplane.pipeline.storage.decisions import evaluate
+from quotaplane.report.storage import console_lines, storage_sections
+from quotaplane.telemetry.readers import REASON, ReadCounts, ReadResult, read_telemetry
+from quotaplane.telemetry.schema import RecordSchema
+from quotaplane.telemetry.storage import COLLECTION_ERRORS, MEMBERSHIP, VOLUMES
+
+INPUTS: dict[str, RecordSchema] = {"volumes": VOLUMES, "membership": MEMBERSHIP,
+                                   "collection_errors": COLLECTION_ERRORS}
+VOLUMES_PLOTTED = 6
+
+
+def _read(ctx: RunContext, staging: Path) -> tuple[dict[str, DataFrame], list[ReadCounts]]:
+    """Validate each input once, stage it, write its quarantine; absent inputs are empty."""
+    used: dict[str, DataFrame] = {}
+    counts: list[ReadCounts] = []
+    for name, schema in INPUTS.items():
+        path = find_input(ctx.telemetry_dir, name)
+        if path is None:
+            used[name] = ctx.spark.createDataFrame([], schema.spark_schema())
+            continue
+        checked = read_telemetry(ctx.spark, schema, path).checked
+        checked.write.mode("overwrite").parquet(str(staging / name))
+        result = ReadResult(schema, path, ctx.spark.read.parquet(str(staging / name)))
+        result.quarantined.write.mode("overwrite").parquet(str(ctx.out_dir / "quarantine" / schema.name))
+        counts.append(result.counts())
+        used[name] = result.checked.where(result.checked[REASON].isNull()).select(*schema.field_names)
+    return used, counts
+
+
+def _decide(ctx: RunContext, config: StorageConfig, inputs: dict[str, DataFrame], table: str,
+            keep_observations: bool) -> tuple[DataFrame, DataFrame | None]:
+    ev = evaluate(config, inputs["volumes"], inputs["membership"], inputs["collection_errors"])
+    ev.decisions.write.mode("overwrite").parquet(str(ctx.out_dir / table))
+    decisions = ctx.spark.read.parquet(str(ctx.out_dir / table))
+    if not keep_observations:
+        return decisions, None
+    ev.volumes.write.mode("overwrite").parquet(str(ctx.out_dir / "storage_volume_observations"))
+    return decisions, ctx.spark.read.parquet(str(ctx.out_dir / "storage_volume_observations"))
+
+
+def run_stage(ctx: RunContext) -> StageResult | None:
+    """Evaluate storage quotas when a storage configuration and volume telemetry are present."""
+    if ctx.configs.storage is None or find_input(ctx.telemetry_dir, "volumes") is None:
+        return None
+    config = load_storage_config(ctx.configs.storage)
+    compare = load_storage_config(ctx.configs.storage_compare) if ctx.configs.storage_compare else None
+    staging = ctx.out_dir / "_staging" / "storage"
+    try:
+        with ctx.progress.step("storage: reading and validating telemetry"):
+            inputs, counts = _read(ctx, staging)
+        with ctx.progress.step(f"storage: {config.evaluation} decisions"):
+            decisions, observations = _decide(ctx, config, inputs, "storage_decisions", True)
+        compared = None
+        if compare is not None:
+            with ctx.progress.step(f"storage: {compare.evaluation} decisions (comparison)"):
+                compared, _ = _decide(ctx, compare, inputs, "storage_decisions_compare", False)
+        with ctx.progress.step("storage: summary, metrics and report"):
+            main = S.summarise("main", config, decisions, observations)
+            other = S.summarise("compare", compare, compared, None) if compare and compared else None
+            states = S.metric_states(config, decisions, "main")
+            if compare is not None and compared is not None:
+                states += S.metric_states(compare, compared, "compare")
+            register(ctx.registry, states)
+            assert observations is not None
+            closest = S.closest_volumes(observations, VOLUMES_PLOTTED)
+            series = S.volume_series(observations, closest, main.span) if main.span else []
+            total = observations.select("cluster", "broker_id", "log_dir").distinct().count()
+            reads = [c.as_dict() for c in counts]
+            sections = storage_sections(main, other, series, len(closest), total, reads)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    ctx.shared["storage_decisions"] = decisions
+    if compared is not None:
+        ctx.shared["storage_decisions_compare"] = compared
+    outputs = {"decisions": str(ctx.out_dir / "storage_decisions"),
+               "volume_observations": str(ctx.out_dir / "storage_volume_observations"),
+               "quarantine": str(ctx.out_dir / "quarantine")}
+    summary: dict[str, object] = {**main.as_dict(), "warnings": list(config.warnings),
+                                  "inputs": [c.as_dict() for c in counts], "outputs": outputs}
+    if other is not None:
+        summary["compare"] = other.as_dict()
+        outputs["decisions_compare"] = str(ctx.out_dir / "storage_decisions_compare")
+    console = console_lines(main) + (console_lines(other) if other else [])
+    return StageResult(name="storage", summary=summary, read_counts=counts, sections=sections,
+                       console=console)

@@ -1,0 +1,109 @@
+"""The benchmark harness on tiny inputs: the shape of what it writes, never its timings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import docs
+from benchmarks.fit import linear_fit
+from benchmarks.results import extrapolate, kind_factors
+from benchmarks.run import parse_args, run_benchmarks
+from benchmarks.tiers import M, S
+
+POINT_KEYS = {"scale", "input_rows", "rows_by_kind", "decisions_seconds", "stage_seconds", "rows_per_second",
+              "peak_rss_bytes", "jvm_heap_peak_bytes", "jvm_old_gen_peak_bytes", "bare_seconds",
+              "ratio_to_bare", "stage_ratio_to_bare", "stage", "bare", "reference", "ratio_to_reference",
+              "reference_rows_per_second"}
+REFERENCE_KEYS = {"prefix_rows", "total_rows", "whole_input", "cutoff_ms", "decisions", "load_seconds",
+                  "evaluate_seconds", "write_seconds", "seconds", "peak_rss_bytes", "estimated_seconds",
+                  "estimated_evaluate_seconds"}
+MACHINE_KEYS = {"cores", "memory_bytes", "cpu_model", "python", "java", "spark", "load_average"}
+
+
+def test_linear_fit_recovers_a_line_and_scores_scatter() -> None:
+    exact = linear_fit([1, 2, 4, 8], [3, 5, 9, 17])
+    assert (exact.slope, exact.intercept, exact.r2) == (2.0, 1.0, 1.0)
+    noisy = linear_fit([1, 2, 3], [1, 3, 2])
+    assert noisy.slope == pytest.approx(0.5) and noisy.r2 == pytest.approx(0.25)
+    assert linear_fit([1, 2], [5, 5]).r2 is None
+    with pytest.raises(ValueError):
+        linear_fit([2, 2], [1, 3])
+
+
+def test_kind_factors_follow_fleet_width_and_span() -> None:
+    factors = kind_factors(S.describe(), M.describe())
+    assert factors["volumes"] == pytest.approx(200 / 12)  # same days and interval, 200 vs 12 volumes
+    assert factors["membership"] == pytest.approx(50 / 6)
+    assert factors["client_requests"] == pytest.approx(5000 / 200 / 24)  # one hour of M vs a day of S
+    assert factors["backlog_snapshots"] == pytest.approx(500 / 8 / 24)
+
+
+def test_options_reject_unknown_names() -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--policies", "storage,nope"])
+    with pytest.raises(SystemExit):
+        parse_args(["--tier", "XL"])
+    with pytest.raises(SystemExit):
+        parse_args(["--scales", "1,0"])
+    quick = parse_args(["--quick"])
+    assert quick.docs is None and [t.name for t in quick.tiers] == ["S"] and quick.scales == [1.0, 2.0]
+
+
+def test_docs_update_keeps_the_hand_written_text(tmp_path: Path) -> None:
+    doc = tmp_path / "performance.md"
+    doc.write_text(f"# Performance\n\nintro\n\n{docs.BEGIN}\nold\n{docs.END}\n\nafter\n")
+    docs.update({}, doc)
+    text = doc.read_text()
+    assert text.startswith("# Performance\n\nintro\n\n") and text.endswith("\n\nafter\n")
+    assert "old" not in text and "No results yet" in text
+
+
+@pytest.mark.spark
+def test_quick_run_writes_results_extrapolation_and_docs(spark: object, tmp_path: Path) -> None:
+    doc = tmp_path / "performance.md"
+    opts = parse_args(["--quick", "--policies", "topics", "--scales", "1,2", "--no-warmup",
+                       "--reference-rows", "100", "--data-dir", str(tmp_path / "data"),
+                       "--work-dir", str(tmp_path / "work"), "--results-dir", str(tmp_path / "results"),
+                       "--docs", str(doc)])
+    outcome = run_benchmarks(opts, spark=spark, stream=None)
+    assert not outcome.failed
+    [measured] = sorted((tmp_path / "results").glob("S-quick-*.json"))
+    [estimated] = sorted((tmp_path / "results").glob("L-quick-*.json"))
+    assert set(outcome.written) == {measured, estimated, doc}
+
+    result = json.loads(measured.read_text())
+    assert result["tier"]["name"] == "S-quick" and result["quick"] is True
+    assert set(result["machine"]) >= MACHINE_KEYS
+    assert result["scales"] == [1.0, 2.0]
+    bench = result["policies"]["topics"]
+    assert "error" not in bench
+    points = bench["points"]
+    assert [p["scale"] for p in points] == [1.0, 2.0]
+    for p in points:
+        assert set(p) >= POINT_KEYS
+        assert set(p["reference"]) >= REFERENCE_KEYS
+        assert p["input_rows"] == p["rows_by_kind"]["topic_requests"] > 0
+        assert p["reference"]["prefix_rows"] < p["reference"]["total_rows"] == p["input_rows"]
+        assert p["reference"]["whole_input"] is False
+        assert p["bare"]["output_rows"] > 0 and p["stage"]["steps"]
+    assert points[1]["input_rows"] > points[0]["input_rows"]
+    assert {"decisions", "stage", "bare", "reference"} <= set(bench["fits"])
+    assert {t["metric"] for t in bench["targets"]} == {"ratio_to_reference"}
+
+    extrapolation = json.loads(estimated.read_text())
+    assert extrapolation["extrapolated"] is True and extrapolation["from"]["tier"] == "S-quick"
+    topics = extrapolation["policies"]["topics"]
+    assert topics["input_rows"] > points[1]["input_rows"] and topics["beyond_largest_measured"] > 1
+
+    text = doc.read_text()
+    assert docs.BEGIN in text and docs.END in text
+    assert "### Tier S-quick" in text and "### Tier L-quick (extrapolated)" in text
+    assert "| topics | 1 |" in text
+
+
+def test_extrapolate_skips_policies_without_a_curve() -> None:
+    measured = {"tier": S.describe(), "policies": {"topics": {"points": [], "fits": None}}}
+    assert extrapolate(measured, M.describe())["policies"] == {}
