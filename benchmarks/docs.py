@@ -53,6 +53,12 @@ def _machine(m: dict[str, Any] | None) -> str:
             + (f"; load average at the start {load[0]:.2f}" if load else ""))
 
 
+def _command(command: str | None) -> str:
+    if command == "python -m benchmarks.run":
+        return "`make bench` (`.venv/bin/python -m benchmarks.run`)"
+    return f"`{command}`"
+
+
 def _base(points: list[dict[str, Any]]) -> dict[str, Any]:
     return min(points, key=lambda p: p["scale"])
 
@@ -63,7 +69,7 @@ def measured_tier(result: dict[str, Any]) -> list[str]:
              f"Results `{result.get('file', '?')}` ({result.get('date')}); "
              f"machine: {_machine(result.get('machine'))}; Spark `{result.get('spark', {}).get('master')}`, "
              f"driver memory {result.get('spark', {}).get('driver_memory')}.", "",
-             f"Reproduce: `{result.get('command')}`.", ""]
+             f"Reproduce: {_command(result.get('command'))}.", ""]
     rows, errors = [], []
     for name, bench in result["policies"].items():
         if bench.get("error"):

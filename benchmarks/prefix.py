@@ -50,7 +50,7 @@ def _dataset(dataset: Dataset, kind: str) -> ds.Dataset:
     return ds.dataset(path, format="parquet")
 
 
-def _cutoff(data: ds.Dataset, time_col: str, max_rows: int) -> int | None:
+def cutoff_time(data: ds.Dataset, time_col: str, max_rows: int) -> int | None:
     """The time of row `max_rows` (0-based, file order), or a later one so that the rows at the
     first time are always kept; None when no such row exists (the whole input)."""
     seen, first = 0, None
@@ -82,7 +82,7 @@ def prepare(dataset: Dataset, policy: PolicySpec, max_rows: int) -> Prefix:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         return Prefix(folder, files, meta["rows"], total, meta["cutoff"])
     folder.mkdir(parents=True, exist_ok=True)
-    cutoff = _cutoff(_dataset(dataset, policy.main.kind), policy.main.time_col, max_rows)
+    cutoff = cutoff_time(_dataset(dataset, policy.main.kind), policy.main.time_col, max_rows)
     rows = 0
     for spec in policy.inputs:
         keep = None if cutoff is None else ds.field(spec.time_col) < cutoff

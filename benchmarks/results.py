@@ -20,6 +20,33 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 BARE_TARGETS = {"storage": 1.5, "clients": 3.0}
 REFERENCE_TARGET_TIERS = ("M", "L")
 
+# What each number of a point means (copied into every results file).
+METHOD = {
+    "decisions_seconds": (
+        "the policy's stage of `quotaplane run`, timed by its own progress steps except the one that "
+        "builds the report: reading and validating the input (with its quarantine), evaluating the "
+        "policy and writing every decision table"),
+    "stage_seconds": "the whole stage, including its metrics, summary and report sections with their plots",
+    "bare_seconds": (
+        "benchmarks/baseline.py over each input of the policy (scan the Parquet, group by the policy's "
+        "key and time bucket, aggregate, write Parquet), times summed; same SparkSession"),
+    "reference": (
+        "the policy's pure-Python engine as its command drives it (JSON Lines reader with the schema "
+        "checks, evaluation, one JSON line per decision written) in a fresh interpreter, over a JSON "
+        "Lines copy of the input; beyond reference_rows rows of the main input over a prefix (whole "
+        "rounds and ticks) whose time is scaled by total rows / prefix rows (estimated_seconds)"),
+    "peak_rss_bytes": (
+        "resident memory of this process, the Spark JVM and its Python workers, sampled every 50 ms "
+        "during the stage (the JVM keeps the heap it has grown, up to spark.driver.memory)"),
+    "jvm_heap_peak_bytes": (
+        "the driver JVM's heap pools' peaks during the stage, after a full GC at its start "
+        "(jvm_old_gen_peak_bytes: the old generation's)"),
+    "ratios": (
+        "time over time: ratio_to_bare = decisions_seconds / bare_seconds; ratio_to_reference = "
+        "decisions_seconds / reference estimated_seconds (below 1: the pipeline is faster)"),
+    "fits": "least squares of seconds against input rows over the scales, with R²",
+}
+
 
 def point(scale: float, policy: PolicySpec, rows_by_kind: dict[str, int], stage: StageRun, bare: BareRun,
           reference: ReferenceRun | None) -> dict[str, Any]:

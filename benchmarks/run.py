@@ -30,6 +30,7 @@ from benchmarks import docs, machine, prefix, results, stages
 from benchmarks.datasets import DATA_DIR, Dataset, ensure, scale_label
 from benchmarks.policies import POLICIES, PolicySpec, parse_policies
 from benchmarks.tiers import QUICK, TIERS, Tier, quick
+from quotaplane.pipeline.stage import RunConfigs
 
 HERE = Path(__file__).resolve().parent
 WORK_DIR = HERE / "work"
@@ -151,7 +152,7 @@ class Log:
             print(f"[{time.perf_counter() - self.start:7.1f}s] {message}", file=self.stream, flush=True)
 
 
-def _measure_point(spark: Any, opts: Options, policy: PolicySpec, dataset: Dataset, configs: Any,
+def _measure_point(spark: Any, opts: Options, policy: PolicySpec, dataset: Dataset, configs: RunConfigs,
                    work: Path, log: Log) -> dict[str, Any]:
     rows = {k: dataset.rows(k) for k in policy.kinds()}
     stages.warm_page_cache(dataset, policy)
@@ -169,8 +170,9 @@ def _measure_point(spark: Any, opts: Options, policy: PolicySpec, dataset: Datas
     return results.point(dataset.scale, policy, rows, stage, bare, reference)
 
 
-def bench_tier(spark: Any, opts: Options, tier: Tier, log: Log) -> dict[str, Any]:
-    """Every scale of one tier, every policy; the results document."""
+def bench_tier(spark: Any, opts: Options, tier: Tier, log: Log, path: Path) -> dict[str, Any]:
+    """Every scale of one tier, every policy; the results document, also written to `path` after
+    each scale (an interrupted run keeps what it measured)."""
     started = datetime.now(UTC)
     described = machine.describe(spark)
     per_policy: dict[str, dict[str, Any]] = {p.name: {"points": [], "grouping": p.grouping,
@@ -199,6 +201,12 @@ def bench_tier(spark: Any, opts: Options, tier: Tier, log: Log) -> dict[str, Any
                 bench["error"] = f"{type(exc).__name__}: {exc}"
                 log(f"  {policy.name}: FAILED: {bench['error']}")
                 traceback.print_exc()
+        results.write(path, _document(spark, opts, tier, started, described, datasets, per_policy))
+    return _document(spark, opts, tier, started, described, datasets, per_policy)
+
+
+def _document(spark: Any, opts: Options, tier: Tier, started: datetime, described: dict[str, Any],
+              datasets: list[dict[str, Any]], per_policy: dict[str, dict[str, Any]]) -> dict[str, Any]:
     for name, bench in per_policy.items():
         bench["fits"] = results.fits(bench["points"]) if bench["points"] else None
         bench["targets"] = results.targets(tier.name, name, bench["points"])
@@ -217,15 +225,7 @@ def bench_tier(spark: Any, opts: Options, tier: Tier, log: Log) -> dict[str, Any
                   "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
                   "adaptive": spark.conf.get("spark.sql.adaptive.enabled")},
         "machine": {**described, "load_average_at_end": machine.load_average()},
-        "method": {
-            "decisions_seconds": stages.__doc__.split("\n\n")[1].replace("\n", " "),
-            "reference": prefix.__doc__.split("\n\n")[1].replace("\n", " "),
-            "peak_rss_bytes": "resident memory of this process, the Spark JVM and its Python workers, "
-                              "sampled every 50 ms during the stage (the JVM keeps the heap it has grown)",
-            "ratios": "time over time: ratio_to_bare = decisions_seconds / bare_seconds; "
-                      "ratio_to_reference = decisions_seconds / reference estimated_seconds (below 1: "
-                      "the pipeline is faster)",
-        },
+        "method": results.METHOD,
         "datasets": datasets,
         "policies": per_policy,
     }
@@ -271,9 +271,9 @@ def run_benchmarks(opts: Options, spark: Any | None = None, stream: TextIO | Non
         measured: list[dict[str, Any]] = []
         for tier in opts.tiers:
             run_tier = quick(tier) if opts.quick else tier
-            document = bench_tier(spark, opts, run_tier, log)
+            path = results.result_path(opts.results_dir, run_tier.name)
+            document = bench_tier(spark, opts, run_tier, log, path)
             outcome.failed |= any(b.get("error") for b in document["policies"].values())
-            path = results.write(results.result_path(opts.results_dir, run_tier.name), document)
             written.append(path)
             measured.append({**document, "file": path.name})
             log(f"wrote {path}")

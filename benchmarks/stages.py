@@ -124,6 +124,8 @@ def run_stage(spark: SparkSession, policy: PolicySpec, dataset: Dataset, configs
                          progress=progress)
         with JvmHeapPeak(spark) as heap:
             result, timing = measure(lambda ctx=ctx: module.run_stage(ctx))
+        ctx.shared.clear()
+        spark.catalog.clearCache()  # what a stage leaves cached must not weigh on the next measurement
         if not isinstance(result, StageResult):
             raise RuntimeError(f"the {policy.name} stage did not run on {dataset.path} "
                                "(its input or configuration is missing)")

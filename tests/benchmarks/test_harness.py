@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 
 from benchmarks import docs
 from benchmarks.fit import linear_fit
+from benchmarks.prefix import cutoff_time
 from benchmarks.results import extrapolate, kind_factors
 from benchmarks.run import parse_args, run_benchmarks
 from benchmarks.tiers import M, S
@@ -31,6 +35,16 @@ def test_linear_fit_recovers_a_line_and_scores_scatter() -> None:
     assert linear_fit([1, 2], [5, 5]).r2 is None
     with pytest.raises(ValueError):
         linear_fit([2, 2], [1, 3])
+
+
+def test_prefix_cutoff_keeps_whole_milliseconds_and_the_first_one(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"ts_ms": [5, 5, 5]}), tmp_path / "part-00000.parquet")
+    pq.write_table(pa.table({"ts_ms": [6, 7]}), tmp_path / "part-00001.parquet")
+    data = ds.dataset(str(tmp_path), format="parquet")
+    assert cutoff_time(data, "ts_ms", 1) == 6  # row 1 is at the first time: the first time is kept whole
+    assert cutoff_time(data, "ts_ms", 3) == 6
+    assert cutoff_time(data, "ts_ms", 4) == 7
+    assert cutoff_time(data, "ts_ms", 5) is None  # no row 5: the whole input
 
 
 def test_kind_factors_follow_fleet_width_and_span() -> None:
