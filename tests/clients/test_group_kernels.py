@@ -57,7 +57,8 @@ def run_groups(config, settings_: ClientQuotaSettings, requests: list[ClientRequ
     inputs = ["config_id", "broker_id", "type_code", "tag_id", "key_id", "ts_ms", "value", "base_limit",
               "quota_level", "_file", "_row"]
     recorded = frame[frame["recorded"]]
-    for _, group in recorded.groupby(["broker_id", "tag_id"]):
+    # one call per broker and type, as a bucket holding several sharing groups would be
+    for _, group in recorded.groupby(["broker_id", "type_code"]):
         result = fn(group[inputs].reset_index(drop=True))
         for record in result.to_dict("records"):
             source = record.pop("source_code")
@@ -143,3 +144,14 @@ def test_factor_in_force_is_the_last_decision_at_or_before() -> None:
     factors = np.array([0.5, 1.0, 0.25])
     got = kernels.factor_in_force(times, factors, np.array([99, 100, 199, 200, 10_000]))
     assert got.tolist() == [1.0, 0.5, 0.5, 0.25, 0.25]
+
+
+def test_groups_too_far_apart_for_one_timeline_are_evaluated_one_by_one() -> None:
+    """Times spanning 1e17 ms over many sharing groups would overflow the shifted timeline."""
+    from quotaplane.policies.clients.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
+
+    config = ClientQuotaConfig({QuotaEntity(DEFAULT, DEFAULT): {"producer_byte_rate": 100.0,
+                                                                "consumer_byte_rate": 100.0}})
+    requests = [ClientRequest(t, 1, f"u{i}", "c", quota_type, 900.0)
+                for i in range(60) for t in (0, 500, 10**17) for quota_type in ("produce", "fetch")]
+    check_agree(config, ClientQuotaSettings(), requests, [])

@@ -34,14 +34,17 @@ def _time(ms: int) -> datetime:
 
 
 def utilisation_section(standing: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) -> Section:
+    """`standing`: standing rows including at least the top ones of each table (not necessarily all
+    sharing groups); the counts come from `summary`."""
     section = Section("Kafka client quotas")
     section.kpis([
         ("requests evaluated", summary.get("requests", 0)),
         ("recorded", summary.get("recorded_requests", 0)),
         ("throttled", summary.get("throttled_requests", 0)),
         ("throttle time (s)", round(summary.get("throttle_time_total_ms", 0) / 1000, 1)),
-        ("sharing groups", len(standing)),
-        ("over quota", sum(1 for r in standing if r["standing"] == "over")),
+        ("sharing groups", summary.get("sharing_groups", len(standing))),
+        ("over quota", summary.get("over_quota_groups",
+                                   sum(1 for r in standing if r["standing"] == "over"))),
     ])
     section.text(
         "Each broker measures its own traffic. Requests whose metric tags are equal share one quota "

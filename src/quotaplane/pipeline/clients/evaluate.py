@@ -2,8 +2,9 @@
 
 spec: Kafka client quotas (reference facts A2, A3), the rules of `quotaplane.policies.clients.engine`.
 The state (samples, token bucket) is sequential per (config, broker, quota type, metric tags), so the
-recorded requests are grouped by that key with `applyInPandas` and each group is evaluated by the
-numpy kernels of `kernels` (vectorised; see there for the two loops that are not). Only numbers
+recorded requests are grouped with `applyInPandas` (by config, broker, quota type and a bucket of
+sharing groups) and each sharing group is evaluated by the numpy kernels of `kernels` (vectorised;
+see there for the two loops that are not). Only numbers
 cross into Python: names travel as the integer ids of the resolved keys and are joined back after
 (converting strings to Python objects and back is what an `applyInPandas` row costs most). Requests
 whose type Kafka does not record (no entity sets its quota) need no state and stay in column
@@ -16,6 +17,7 @@ evaluation) and travel with the function.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -38,8 +40,11 @@ from quotaplane.policies.clients.quota_types import (
 )
 from quotaplane.policies.clients.settings import STRICT, ClientQuotaSettings
 
-# The sharing group: one sensor state per (config, broker, quota type, metric tags).
+# The sharing group: one sensor state per (config, broker, quota type, metric tags). Sharing groups
+# are handed to Python in buckets (tag_id mod BUCKETS), so that many small groups do not each pay
+# the fixed cost of a call; each call evaluates its groups one by one.
 GROUP_COLUMNS = ["config_id", "broker_id", "type_code", "tag_id"]
+BUCKETS = 16
 SOURCES = (None, "client", "static")  # quota_source by its code in the Python stage
 
 # What the per-group Python stage returns: numbers only (strings are joined back in the JVM).
@@ -110,43 +115,42 @@ def units_of(quota_type: str, value: np.ndarray) -> np.ndarray:
 
 def group_function(settings: ClientQuotaSettings,
                    factors: FactorTable) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    """The function each group runs (closes over the settings and the storage decisions)."""
+    """The function each call runs (closes over the settings and the storage decisions).
 
-    def evaluate_group(pdf: pd.DataFrame) -> pd.DataFrame:
+    A call gets the requests of one or more sharing groups (`tag_id`) of one config, broker and
+    quota type; each sharing group is evaluated on its own, in time order (sampled rates: all
+    groups in one vectorised pass over one shifted timeline; controller mutations: group by group).
+    """
+    mutation_args = (settings.controller_mutation_mode == STRICT, settings.controller_window_num,
+                     settings.controller_window_ms, settings.metrics_num_samples,
+                     settings.metrics_sample_window_ms)
+
+    def evaluate_groups(pdf: pd.DataFrame) -> pd.DataFrame:
         columns = {name: pdf[name].to_numpy() for name in pdf.columns}
-        order = np.lexsort((columns["_row"], columns["_file"], columns["ts_ms"]))
+        order = np.lexsort((columns["_row"], columns["_file"], columns["ts_ms"], columns["tag_id"]))
         columns = {name: array[order] for name, array in columns.items()}
         n = len(order)
         quota_type = QUOTA_TYPES[int(columns["type_code"][0])]
         t = columns["ts_ms"].astype(np.int64)
         value = columns["value"].astype(np.float64)
         units = units_of(quota_type, value)
-        base = columns["base_limit"].astype(np.float64)
-        has_client = ~np.isnan(base)
-        factor = np.full(n, np.nan)
-        if quota_type == PRODUCE and settings.storage_combined:
-            times, values = factors.for_broker(int(columns["broker_id"][0]))
-            factor = kernels.factor_in_force(times, values, t)
-            static = np.nan if settings.static_produce is None else settings.static_produce
-            chosen = np.where(has_client, base, static)
-            with np.errstate(invalid="ignore"):
-                limit = np.where(np.isnan(chosen), np.where(factor == 0.0, 1.0, np.nan),
-                                 np.maximum(chosen * factor, 1.0))
-            source = np.where(has_client, 1, 2)
-        else:
-            limit = base
-            source = np.where(has_client, 1, 0)
-        if quota_type == CONTROLLER_MUTATION:
-            result = kernels.mutation_group(
-                t, units, float(limit[0]), settings.controller_mutation_mode == STRICT,
-                settings.controller_window_num, settings.controller_window_ms,
-                settings.metrics_num_samples, settings.metrics_sample_window_ms)
+        limit, source, factor = _limits(quota_type, int(columns["broker_id"][0]),
+                                        columns["base_limit"].astype(np.float64), t)
+        tag = columns["tag_id"]
+        starts = np.flatnonzero(np.r_[True, tag[1:] != tag[:-1]])
+        group = np.cumsum(np.r_[True, tag[1:] != tag[:-1]]) - 1
+        seq = np.arange(n, dtype=np.int64) - starts[group]
+        shifted = _one_timeline(t, group)
+        if quota_type == CONTROLLER_MUTATION or shifted is None:
+            result = _group_by_group(quota_type, t, units, limit, [*starts.tolist(), n])
         else:
             result = kernels.sampled_group(
-                t, units, limit, settings.window_num, settings.window_ms,
+                shifted, units, limit, settings.window_num, settings.window_ms,
                 scale=NANOS_TO_PERCENTAGE_PER_SECOND if quota_type == REQUEST else 1.0,
                 cap_ms=settings.request_max_throttle_ms if quota_type == REQUEST else None,
                 unrecord=quota_type == FETCH)
+        rate, window, tokens, violated, throttle = (result.rate, result.window_ms, result.tokens,
+                                                     result.violated, result.throttle_ms)
         level = columns["quota_level"].astype(np.int64)
         return pd.DataFrame({
             "config_id": columns["config_id"], "broker_id": columns["broker_id"],
@@ -154,14 +158,57 @@ def group_function(settings: ClientQuotaSettings,
             "value_units": units, "quota_limit": limit,
             "quota_level": np.where(level > 0, level, np.nan),
             "source_code": source.astype(np.int32), "throttle_factor": factor,
-            "rate": result.rate, "window_ms": result.window_ms, "tokens": result.tokens,
-            "utilisation_pct": kernels.utilisation(result.rate, limit),
-            "violated": result.violated, "throttled": result.throttle_ms > 0,
-            "throttle_time_ms": result.throttle_ms.astype(np.int32),
-            "seq": np.arange(n, dtype=np.int64), "_file": columns["_file"], "_row": columns["_row"],
+            "rate": rate, "window_ms": window, "tokens": tokens,
+            "utilisation_pct": kernels.utilisation(rate, limit),
+            "violated": violated, "throttled": throttle > 0, "throttle_time_ms": throttle.astype(np.int32),
+            "seq": seq, "_file": columns["_file"], "_row": columns["_row"],
         }, copy=False)
 
-    return evaluate_group
+    def _one_timeline(t: np.ndarray, group: np.ndarray) -> np.ndarray | None:
+        """The sharing groups' times laid end to end, each after a gap longer than any window and
+        purge age, so that one pass over all of them evaluates each as if alone (only time
+        differences matter to a sampled rate). None if that would not fit in a long."""
+        if t.size == 0:
+            return t
+        low = int(t.min())
+        gap = int(t.max()) - low + (settings.window_num + 2) * settings.window_ms
+        if int(group[-1]) * gap + gap >= 2**62:
+            return None
+        return (t - low) + group * gap
+
+    def _group_by_group(quota_type: str, t: np.ndarray, units: np.ndarray, limit: np.ndarray,
+                        bounds: list[int]) -> kernels.GroupResult:
+        parts = []
+        for start, end in itertools.pairwise(bounds):
+            part = slice(start, end)
+            if quota_type == CONTROLLER_MUTATION:
+                parts.append(kernels.mutation_group(t[part], units[part], float(limit[start]),
+                                                    *mutation_args))
+            else:
+                parts.append(kernels.sampled_group(
+                    t[part], units[part], limit[part], settings.window_num, settings.window_ms,
+                    scale=NANOS_TO_PERCENTAGE_PER_SECOND if quota_type == REQUEST else 1.0,
+                    cap_ms=settings.request_max_throttle_ms if quota_type == REQUEST else None,
+                    unrecord=quota_type == FETCH))
+        return kernels.GroupResult(*(np.concatenate([getattr(p, f) for p in parts])
+                                     for f in ("rate", "window_ms", "tokens", "violated", "throttle_ms")))
+
+    def _limits(quota_type: str, broker_id: int, base: np.ndarray,
+                t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Effective limit (NaN: unlimited), source code and storage factor of each request."""
+        has_client = ~np.isnan(base)
+        if quota_type == PRODUCE and settings.storage_combined:
+            times, values = factors.for_broker(broker_id)
+            factor = kernels.factor_in_force(times, values, t)
+            static = np.nan if settings.static_produce is None else settings.static_produce
+            chosen = np.where(has_client, base, static)
+            with np.errstate(invalid="ignore"):
+                limit = np.where(np.isnan(chosen), np.where(factor == 0.0, 1.0, np.nan),
+                                 np.maximum(chosen * factor, 1.0))
+            return limit, np.where(has_client, 1, 2), factor
+        return base, np.where(has_client, 1, 0), np.full(t.size, np.nan)
+
+    return evaluate_groups
 
 
 def _units_column() -> Column:
@@ -184,8 +231,10 @@ def evaluate_requests(requests: DataFrame, keys: DataFrame, settings: ClientQuot
     joined = requests.join(F.broadcast(keys), on=KEY_COLUMNS, how="inner")
     inputs = joined.where(F.col("recorded")).select(
         *GROUP_COLUMNS, "key_id", "ts_ms", "value", "base_limit",
-        F.coalesce("quota_level", F.lit(0)).alias("quota_level"), "_file", "_row")
-    groups = inputs.groupBy(*GROUP_COLUMNS).applyInPandas(group_function(settings, factors), GROUP_SCHEMA)
+        F.coalesce("quota_level", F.lit(0)).alias("quota_level"), "_file", "_row",
+        F.pmod(F.col("tag_id"), F.lit(BUCKETS)).alias("_bucket"))
+    groups = (inputs.groupBy("config_id", "broker_id", "type_code", "_bucket")
+              .applyInPandas(group_function(settings, factors), GROUP_SCHEMA))
     names = keys.select("config_id", "type_code", "key_id", "quota_type", "user", "client_id", "tag_user",
                         "tag_client_id")
     source = F.col("source_code")

@@ -100,24 +100,62 @@ def run_stage(ctx: RunContext) -> StageResult | None:
         intervals = interval_rows(decisions, settings.interval_ms, settings.quota_value_metric)
         intervals.drop("config_id").write.mode("overwrite").parquet(str(out / INTERVALS_TABLE))
         intervals = _read_back(spark, out / INTERVALS_TABLE)
-        standing = standing_rows(intervals)
-        standing.drop("config_id").write.mode("overwrite").parquet(str(out / STANDING_TABLE))
-        standing_list = [r.asDict() for r in spark.read.parquet(str(out / STANDING_TABLE)).collect()]
+        standing_rows(intervals).drop("config_id").write.mode("overwrite").parquet(str(out / STANDING_TABLE))
+        standing = _read_back(spark, out / STANDING_TABLE)
         totals = _totals(decisions)
+        by_standing = {r["standing"]: r["n"] for r in standing.groupBy("standing").agg(
+            F.count(F.lit(1)).alias("n")).collect()}
+        standing_list = _report_standing(standing)
 
-    latest = _latest_rows(intervals)
-    client_metrics.register(ctx.registry, latest, standing_list, settings.quota_value_metric)
-    ctx.shared["client_request_decisions"] = decisions
-
-    summary = {**totals, "sharing_groups": len(standing_list),
-               "over_quota_groups": sum(1 for r in standing_list if r["standing"] == "over"),
-               "near_quota_groups": sum(1 for r in standing_list if r["standing"] == "near"),
-               "settings": _settings_summary(settings),
-               "quota_entities": len(config)}
-    sections = client_report.build_sections(
-        standing_list, summary, _throttled_intervals(intervals, standing_list),
-        _storage_report(intervals, standing_list, decision_rows, settings) if storage_combined else None)
+    with ctx.progress.step("clients: metrics and report"):
+        client_metrics.register(ctx.registry, *_metric_rows(intervals, standing), settings.quota_value_metric)
+        ctx.shared["client_request_decisions"] = decisions
+        summary = {**totals, "sharing_groups": sum(by_standing.values()),
+                   "over_quota_groups": by_standing.get("over", 0),
+                   "near_quota_groups": by_standing.get("near", 0),
+                   "settings": _settings_summary(settings),
+                   "quota_entities": len(config)}
+        sections = client_report.build_sections(
+            standing_list, summary, _throttled_intervals(intervals, standing_list),
+            _storage_report(intervals, standing_list, decision_rows, settings) if storage_combined else None)
     return StageResult(NAME, summary, [counts], sections, _console(summary, standing_list, settings))
+
+
+def _report_standing(standing: DataFrame, top: int = client_report.TOP) -> list[dict[str, Any]]:
+    """The standing rows the report and console use: the groups furthest over and nearest to their
+    quota, the most throttled, and the busiest produce groups (not every sharing group)."""
+    u = F.col("utilisation_max_pct")
+    picks = [
+        standing.where(F.col("standing") == "over").orderBy(u.desc(), *KEY).limit(top),
+        standing.where(F.col("standing").isin("near", "under")).orderBy(u.desc(), *KEY).limit(top),
+        standing.where(F.col("throttle_time_total_ms") > 0).orderBy(
+            F.col("throttle_time_total_ms").desc(), *KEY).limit(5),
+        standing.where((F.col("quota_type") == PRODUCE) & F.col("quota_limit_min").isNotNull()).orderBy(
+            F.col("rate_max").desc(), *KEY).limit(5),
+    ]
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for pick in picks:
+        for r in pick.collect():
+            rows[tuple(r[k] for k in KEY)] = r.asDict()
+    return list(rows.values())
+
+
+def _metric_rows(intervals: DataFrame, standing: DataFrame) -> tuple[list[dict[str, Any]],
+                                                                      list[dict[str, Any]]]:
+    """Per sharing group: its last interval (gauges) and its totals (counters), in one query."""
+    fields = ["rate", "throttle_time_avg_ms", "quota_limit", "utilisation_pct", "tokens"]
+    if "quota_value" in intervals.columns:
+        fields.append("quota_value")
+    last = intervals.groupBy(*KEY).agg(F.max_by(F.struct(*fields), "interval_start_ms").alias("last"))
+    rows = (last.select(*KEY, "last.*")
+            .join(standing.select(*KEY, "requests", "throttled_requests", "throttle_time_total_ms"), on=KEY)
+            .toPandas().to_dict("records"))
+    for row in rows:
+        for name in fields:
+            value = row[name]
+            if value is not None and value != value:  # NaN from pandas: a null
+                row[name] = None
+    return rows, rows
 
 
 def _read_back(spark: SparkSession, path: Path) -> DataFrame:
@@ -149,15 +187,6 @@ def _totals(decisions: DataFrame) -> dict[str, Any]:
     }
 
 
-def _latest_rows(intervals: DataFrame) -> list[dict[str, Any]]:
-    fields = ["rate", "throttle_time_avg_ms", "quota_limit", "utilisation_pct", "tokens"]
-    if "quota_value" in intervals.columns:
-        fields.append("quota_value")
-    last = intervals.groupBy(*KEY).agg(
-        F.max_by(F.struct(*fields), "interval_start_ms").alias("last"))
-    return [{**{k: r[k] for k in KEY}, **r["last"].asDict()} for r in last.collect()]
-
-
 def _throttled_intervals(intervals: DataFrame, standing: list[dict[str, Any]]) -> list[dict[str, Any]]:
     top = sorted((r for r in standing if r["throttle_time_total_ms"] > 0),
                  key=lambda r: -r["throttle_time_total_ms"])[:5]
@@ -175,29 +204,23 @@ def _intervals_of(intervals: DataFrame, groups: list[dict[str, Any]]) -> list[di
     return [r.asDict() for r in intervals.where(condition).collect()]
 
 
-def _storage_report(intervals: DataFrame, standing: list[dict[str, Any]], decision_rows: list[dict[str, Any]],
-                    settings: ClientQuotaSettings) -> dict[str, Any]:
-    produce = intervals.where(F.col("quota_type") == PRODUCE)
-    impact_rows = produce.groupBy(*KEY).agg(
+def _storage_report(intervals: DataFrame, standing: list[dict[str, Any]],
+                    decision_rows: list[dict[str, Any]], settings: ClientQuotaSettings) -> dict[str, Any]:
+    """The storage section's data: decisions, the busiest produce groups' intervals, and the produce
+    groups whose limit a factor below 1 lowered most often (base: the limit at factor 1)."""
+    below = F.col("throttle_factor_min") < 1.0
+    impact = (intervals.where(F.col("quota_type") == PRODUCE).groupBy(*KEY).agg(
         F.min("quota_limit_min").alias("quota_limit_min"),
-        F.count(F.when(F.col("throttle_factor_min") < 1.0, 1)).alias("factor_intervals"),
-        F.sum(F.when(F.col("throttle_factor_min") < 1.0, F.col("throttled_requests")).otherwise(0))
-        .alias("throttled_under_factor"),
-    ).where(F.col("factor_intervals") > 0).collect()
-    base = _base_limits(intervals)
-    impact = sorted(({**r.asDict(), "base": base.get(tuple(r[k] for k in KEY))} for r in impact_rows),
-                    key=lambda r: (-r["throttled_under_factor"], -r["factor_intervals"]))[:15]
+        F.count(F.when(below, 1)).alias("factor_intervals"),
+        F.sum(F.when(below, F.col("throttled_requests")).otherwise(0)).alias("throttled_under_factor"),
+        F.max(F.when(F.col("throttle_factor_min") == 1.0, F.col("quota_limit"))).alias("base"))
+        .where(F.col("factor_intervals") > 0)
+        .orderBy(F.col("throttled_under_factor").desc(), F.col("factor_intervals").desc(), *KEY)
+        .limit(15).collect())
     busiest = sorted((r for r in standing if r["quota_type"] == PRODUCE and r["quota_limit_min"] is not None),
                      key=lambda r: -r["rate_max"])[:5]
     return {"decisions": decision_rows, "produce_intervals": _intervals_of(intervals, busiest),
-            "impact": impact, "static_produce": settings.static_produce}
-
-
-def _base_limits(intervals: DataFrame) -> dict[tuple[Any, ...], float | None]:
-    """The produce limit with a factor of 1 (the highest limit seen), per produce group."""
-    rows = intervals.where(F.col("quota_type") == PRODUCE).groupBy(*KEY).agg(
-        F.max(F.when(F.col("throttle_factor_min") == 1.0, F.col("quota_limit"))).alias("base")).collect()
-    return {tuple(r[k] for k in KEY): r["base"] for r in rows}
+            "impact": [r.asDict() for r in impact], "static_produce": settings.static_produce}
 
 
 def _settings_summary(settings: ClientQuotaSettings) -> dict[str, Any]:
@@ -218,7 +241,8 @@ def _console(summary: dict[str, Any], standing: list[dict[str, Any]],
     lines = [f"{requests:,} requests ({summary['recorded_requests']:,} recorded), {throttled:,} throttled "
              f"({share:.1f}%), {summary['throttle_time_total_ms'] / 1000:,.1f} s of throttle time"]
     over = sorted((r for r in standing if r["standing"] == "over"), key=lambda r: -r["utilisation_max_pct"])
-    line = f"{len(standing)} sharing groups, {len(over)} over quota, {summary['near_quota_groups']} near it"
+    line = (f"{summary['sharing_groups']:,} sharing groups, {summary['over_quota_groups']:,} over quota, "
+            f"{summary['near_quota_groups']:,} near it")
     if over:
         top = over[0]
         line += (f"; furthest over: {top['quota_type']} user={top['user'] or '-'} "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -41,6 +42,11 @@ class StorageEvaluation:
 
     decisions: DataFrame
     volumes: DataFrame
+    annotated: DataFrame
+
+    def release(self) -> None:
+        """Drop the persisted round rows (see `evaluate(..., persist=True)`)."""
+        self.annotated.unpersist()
 
 
 LIMIT_COLUMNS = ("soft_threshold", "hard_threshold", "soft_breached", "hard_breached", "volume_factor",
@@ -48,9 +54,15 @@ LIMIT_COLUMNS = ("soft_threshold", "hard_threshold", "soft_breached", "hard_brea
 
 
 def evaluate(config: StorageConfig, volumes: DataFrame, membership: DataFrame,
-             errors: DataFrame) -> StorageEvaluation:
-    """Evaluate a whole history (typed telemetry as `read_telemetry(...).used` gives it)."""
+             errors: DataFrame, persist: bool = False) -> StorageEvaluation:
+    """Evaluate a whole history (typed telemetry as `read_telemetry(...).used` gives it).
+
+    With `persist`, the annotated round rows that both `decisions` and `volumes` derive from are
+    computed once (memory, spilling to disk) until `release()`.
+    """
     rows = annotated_rows(volumes, membership, errors, config.check_interval_ms)
+    if persist:
+        rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
     if config.evaluation == "cluster":
         decisions = _cluster(config, rows)
     elif config.evaluation == "local":
@@ -63,7 +75,7 @@ def evaluate(config: StorageConfig, volumes: DataFrame, membership: DataFrame,
     extra = [c for c in LIMIT_COLUMNS if c in counted.columns]
     observed = counted.select(*round_columns()[:3], "broker_id", "log_dir", "total_bytes", "available_bytes",
                               *extra)
-    return StorageEvaluation(decisions.select(*DECISION_COLUMNS), observed)
+    return StorageEvaluation(decisions.select(*DECISION_COLUMNS), observed, rows)
 
 
 def storage_decisions(config: StorageConfig, volumes: DataFrame, membership: DataFrame,
@@ -191,27 +203,37 @@ def _cached_worst(config: StorageConfig, rows: DataFrame, seq: DataFrame) -> Dat
 
     The cache at round r holds, per (broker, log dir), its latest observation made in a successful
     round j <= r with `ts_r - ts_j < evict` (an entry is evicted when `now >= observedAt + validity`).
-    A range join on time buckets of the eviction width keeps it an equi-join.
+    A volume observed in round r is its own entry. Only an observation whose volume is missing from
+    the next successful round(s) is carried forward, to the successful rounds before its next
+    observation and within the eviction time: a range join on time buckets of the eviction width
+    (an equi-join), over those few observations only.
     """
     evict = config.validity_evicted_from_ms
     assert config.hard is not None
-    ok = seq.where(F.col("error").isNull()).select(*ROUND, "seq", "round_ts")
+    ok = (seq.where(F.col("error").isNull())
+          .select(*ROUND, "seq", "round_ts",
+                  F.row_number().over(Window.partitionBy("cluster").orderBy("seq")).alias("ok_seq")))
     if evict <= 0:
         return ok.select("cluster", "seq", F.lit(None).cast(
             "struct<volume_factor:double,headroom:double,broker_id:bigint,log_dir:string>").alias("worst"))
-    bucket = F.expr(f"(round_ts - pmod(round_ts, {evict}L)) div {evict}L")
+    volume = Window.partitionBy("cluster", "broker_id", "log_dir").orderBy("ok_seq")
     obs = (rows.where(F.col("counted") & F.col("error").isNull())
            .select(*ROUND, "broker_id", "log_dir", "total_bytes", "available_bytes")
            .join(ok, ROUND)
-           .select("cluster", F.col("seq").alias("obs_seq"), F.col("round_ts").alias("obs_ts"),
-                   "broker_id", "log_dir", "total_bytes", "available_bytes", bucket.alias("bucket")))
-    targets = ok.select("cluster", "seq", "round_ts", F.explode(F.array(bucket, bucket - 1)).alias("bucket"))
-    cached = (targets.join(obs, ["cluster", "bucket"])
-              .where((F.col("obs_seq") <= F.col("seq")) & (F.col("round_ts") - F.col("obs_ts") < evict))
-              .groupBy("cluster", "seq", "broker_id", "log_dir")
-              .agg(F.max(F.struct("obs_seq", "total_bytes", "available_bytes")).alias("o"))
-              .select("cluster", "seq", "broker_id", "log_dir", F.col("o.total_bytes").alias("total_bytes"),
-                      F.col("o.available_bytes").alias("available_bytes"))
-              .transform(limits.assess(config.hard, config.hard))
-              .groupBy("cluster", "seq").agg(_worst()))
+           .transform(limits.assess(config.hard, config.hard))
+           .select("cluster", "seq", "ok_seq", F.col("round_ts").alias("obs_ts"),
+                   F.struct(*WORST_FIELDS).alias("w"), F.lead("ok_seq").over(volume).alias("next_ok_seq")))
+    gaps = obs.where(F.col("next_ok_seq").isNull() | (F.col("next_ok_seq") > F.col("ok_seq") + 1))
+    bucket = F.expr(f"(round_ts - pmod(round_ts, {evict}L)) div {evict}L")
+    targets = ok.select("cluster", F.col("seq").alias("t_seq"), F.col("ok_seq").alias("t_ok_seq"),
+                        F.col("round_ts").alias("t_ts"),
+                        F.explode(F.array(bucket, bucket - 1)).alias("bucket"))
+    carried = (gaps.select("*", F.expr(f"(obs_ts - pmod(obs_ts, {evict}L)) div {evict}L").alias("bucket"))
+               .join(targets, ["cluster", "bucket"])
+               .where((F.col("t_ok_seq") > F.col("ok_seq"))
+                      & (F.col("next_ok_seq").isNull() | (F.col("t_ok_seq") < F.col("next_ok_seq")))
+                      & (F.col("t_ts") - F.col("obs_ts") < evict))
+               .select("cluster", F.col("t_seq").alias("seq"), "w"))
+    cached = (obs.select("cluster", "seq", "w").unionByName(carried)
+              .groupBy("cluster", "seq").agg(F.min("w").alias("worst")))
     return ok.select("cluster", "seq").join(cached, ["cluster", "seq"], "left")

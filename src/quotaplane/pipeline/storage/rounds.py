@@ -51,13 +51,14 @@ def _unified(volumes: DataFrame, membership: DataFrame, errors: DataFrame) -> Da
                          none_str.alias("log_dir"), none_long.alias("total_bytes"),
                          none_long.alias("available_bytes"), "reason")
     named = errs.where(F.col("cluster").isNotNull())
-    clusters = (vols.select("cluster").union(members.select("cluster")).union(named.select("cluster"))
-                .distinct())
-    # an error naming no cluster applies to every cluster of the telemetry (or stays unnamed)
-    unnamed = (errs.where(F.col("cluster").isNull()).drop("cluster")
-               .join(F.broadcast(clusters), F.lit(True), "left").select(*vols.columns))
-    return vols.union(members).union(named).union(unnamed).withColumn(
-        "cluster", F.coalesce(F.col("cluster"), F.lit(NO_CLUSTER)))
+    unified = vols.union(members).union(named)
+    if errors.where(F.col("cluster").isNull()).limit(1).count() > 0:  # a small input: a cheap check
+        # an error naming no cluster applies to every cluster of the telemetry (or stays unnamed)
+        clusters = (vols.select("cluster").union(members.select("cluster")).union(named.select("cluster"))
+                    .distinct())
+        unified = unified.union(errs.where(F.col("cluster").isNull()).drop("cluster")
+                                .join(F.broadcast(clusters), F.lit(True), "left").select(*vols.columns))
+    return unified.withColumn("cluster", F.coalesce(F.col("cluster"), F.lit(NO_CLUSTER)))
 
 
 def annotated_rows(volumes: DataFrame, membership: DataFrame, errors: DataFrame,
@@ -73,18 +74,14 @@ def annotated_rows(volumes: DataFrame, membership: DataFrame, errors: DataFrame,
     broker of the round) and `active_brokers`. The window functions share one sort order.
     """
     rows = _unified(volumes, membership, errors).transform(with_round(interval_ms)).repartition(*ROUND)
-    merged = (rows.groupBy(*ROUND, "broker_id", "kind", "log_dir")  # sorted as the windows need
-              .agg(F.max("ts").alias("ts"),
-                   F.min(F.struct((-F.col("ts")).alias("neg_ts"), "available_bytes", "total_bytes"))
-                   .alias("obs"),
-                   F.min(F.struct("ts", "reason")).alias("err"))
-              .select(*ROUND, "kind", "broker_id", "log_dir", "ts",
-                      F.col("obs.total_bytes").alias("total_bytes"),
-                      F.col("obs.available_bytes").alias("available_bytes"),
-                      F.when(F.col("kind") == ERROR, F.col("err")).alias("err")))
+    # One sort serves every window: the most specific order comes first.
+    in_dir = Window.partitionBy(*ROUND, "broker_id", "kind", "log_dir").orderBy(
+        F.col("ts").desc(), "available_bytes", "total_bytes")
     in_broker = Window.partitionBy(*ROUND, "broker_id").orderBy("kind", "log_dir")
     whole_broker = in_broker.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     by_round = Window.partitionBy(*ROUND)
+    merged = (rows.select("*", (F.row_number().over(in_dir) == 1).alias("first_of_key"))
+              .select("*", F.when(F.col("kind") == ERROR, F.struct("ts", "reason")).alias("err")))
     is_vol, is_member = F.col("kind") == VOLUME, F.col("kind") == MEMBER
     merged = merged.select(
         "*",
