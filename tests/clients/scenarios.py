@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import pandas as pd
 from hypothesis import strategies as st
 
 from quotaplane.policies.clients.engine import ClientRequest
@@ -84,6 +85,14 @@ def decision_lists(draw: st.DrawFn, brokers: tuple[int | None, ...] = (None, 1, 
     return [StorageDecision(draw(st.sampled_from((0, 300, 2000, 9000, EPOCH, EPOCH + 5000, EPOCH + 40_000))),
                             draw(st.sampled_from((0.0, 0.25, 0.5, 1.0))), draw(st.sampled_from(brokers)))
             for _ in range(n)]
+
+
+def decisions_frame(decisions: list[StorageDecision]) -> pd.DataFrame:
+    """Storage decisions as the pandas frame the Spark engine takes them in."""
+    return pd.DataFrame({"ts_ms": [d.ts_ms for d in decisions],
+                         "throttle_factor": [d.throttle_factor for d in decisions],
+                         "observing_broker_id": pd.array([d.observing_broker_id for d in decisions],
+                                                         dtype="Int64")})
 
 
 @dataclass

@@ -21,8 +21,15 @@ from quotaplane.pipeline.clients.resolve import quota_table, resolve_quotas
 from quotaplane.policies.clients.engine import ClientQuotaEngine
 from quotaplane.policies.clients.intervals import aggregate_intervals, aggregate_standing
 from quotaplane.policies.clients.storage_factor import FactorTimeline, StorageDecision
-from tests.clients.scenarios import Scenario, configs, decision_lists, request_lists, same, settings_strategy
-from tests.clients.test_group_kernels import _decisions_pdf
+from tests.clients.scenarios import (
+    Scenario,
+    configs,
+    decision_lists,
+    decisions_frame,
+    request_lists,
+    same,
+    settings_strategy,
+)
 
 REQUEST_FIELDS = ("user", "client_id", "quota_type", "ts_ms", "value", "value_units", "tag_user",
                   "tag_client_id", "recorded", "quota_limit", "quota_level", "quota_source",
@@ -34,7 +41,7 @@ INPUT_SCHEMA = ("config_id long, ts_ms long, broker_id long, user string, client
 
 @st.composite
 def scenario_sets(draw: st.DrawFn) -> list[Scenario]:
-    count = draw(st.integers(10, 24))
+    count = draw(st.integers(12, 30))
     out = []
     for index in range(count):
         requests = draw(request_lists(max_size=40))
@@ -54,7 +61,7 @@ def spread(decisions: list[StorageDecision], count: int) -> list[StorageDecision
 
 @pytest.mark.spark
 @given(scenario_sets(), settings_strategy(), decision_lists())
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=4, deadline=None)
 def test_reference_and_spark_agree(spark, scenarios, settings_, decisions) -> None:
     decisions = spread(decisions, len(scenarios))
     rows = [(index, r.ts_ms, r.broker_id, r.user, r.client_id, r.quota_type, r.value, 0, position)
@@ -62,8 +69,8 @@ def test_reference_and_spark_agree(spark, scenarios, settings_, decisions) -> No
     requests = spark.createDataFrame(rows, INPUT_SCHEMA)
     quotas = quota_table(spark, {index: s.config for index, s in enumerate(scenarios)})
     keys = resolve_quotas(requests, quotas, settings_.storage_combined).cache()
-    decided = evaluate_requests(requests, keys, settings_, FactorTable.from_pandas(_decisions_pdf(decisions)))
-    decided = decided.cache()
+    factors = FactorTable.from_pandas(decisions_frame(decisions))
+    decided = evaluate_requests(requests, keys, settings_, factors).cache()
     intervals = interval_rows(decided, settings_.interval_ms, settings_.quota_value_metric).cache()
     got_requests = {(r["config_id"], r["_row"]): r.asDict() for r in decided.collect()}
     got_intervals = {(r["config_id"], r["broker_id"], r["quota_type"], r["user"], r["client_id"],

@@ -19,18 +19,18 @@ from quotaplane.policies.clients.quota_types import QUOTA_TYPES
 from quotaplane.policies.clients.resolution import QuotaResolver
 from quotaplane.policies.clients.settings import ClientQuotaSettings
 from quotaplane.policies.clients.storage_factor import FactorTimeline, StorageDecision
-from tests.clients.scenarios import configs, decision_lists, request_lists, same, settings_strategy
+from tests.clients.scenarios import (
+    configs,
+    decision_lists,
+    decisions_frame,
+    request_lists,
+    same,
+    settings_strategy,
+)
 
 COMPARED = ("tag_user", "tag_client_id", "value_units", "quota_limit", "quota_level", "quota_source",
             "throttle_factor", "rate", "window_ms", "tokens", "utilisation_pct", "violated", "throttled",
             "throttle_time_ms")
-
-
-def _decisions_pdf(decisions: list[StorageDecision]) -> pd.DataFrame:
-    return pd.DataFrame({"ts_ms": [d.ts_ms for d in decisions],
-                         "throttle_factor": [d.throttle_factor for d in decisions],
-                         "observing_broker_id": pd.array([d.observing_broker_id for d in decisions],
-                                                         dtype="Int64")})
 
 
 def run_groups(config, settings_: ClientQuotaSettings, requests: list[ClientRequest],
@@ -50,7 +50,7 @@ def run_groups(config, settings_: ClientQuotaSettings, requests: list[ClientRequ
                      "quota_level": resolved.level or 0, "_file": 0, "_row": index,
                      "tag_user": tags.user, "tag_client_id": tags.client_id})
     frame = pd.DataFrame(rows)
-    fn = group_function(settings_, FactorTable.from_pandas(_decisions_pdf(decisions)))
+    fn = group_function(settings_, FactorTable.from_pandas(decisions_frame(decisions)))
     out: dict[int, dict[str, object]] = {}
     if frame.empty:
         return out
@@ -93,7 +93,7 @@ def check_agree(config, settings_, requests, decisions) -> None:
 
 
 @given(configs(), settings_strategy(), request_lists(max_size=60), decision_lists())
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=400, deadline=None)
 def test_group_code_agrees_with_the_reference(config, settings_, requests, decisions) -> None:
     check_agree(config, settings_, requests, decisions)
 
@@ -102,7 +102,7 @@ def test_group_code_agrees_with_the_reference(config, settings_, requests, decis
                                      min_size=1, max_size=200),
        st.lists(st.sampled_from((0, 100, 500, 5000, 40_000)), min_size=200, max_size=200),
        st.sampled_from((1.0, 100.0, 700.0, 5000.0)))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=100, deadline=None)
 def test_long_single_groups_agree(settings_, gaps, values, bound) -> None:
     """One busy sharing group per type: long runs through many samples, purges and unrecords."""
     from quotaplane.policies.clients.entities import DEFAULT, ClientQuotaConfig, QuotaEntity

@@ -112,17 +112,19 @@ def storage_section(decisions: Sequence[Mapping[str, Any]], produce_intervals: S
         "1 byte/s. Fetch, request and controller mutation quotas are not affected.")
     fig = Figure(figsize=(9, 4.8))
     ax_factor = fig.add_subplot(2, 1, 1)
+    starts = [r["interval_start_ms"] for r in produce_intervals]
+    span = (min(starts), max(starts) + 60_000) if starts else None
     by_broker: dict[Any, list[Mapping[str, Any]]] = {}
     for d in decisions:
         by_broker.setdefault(d.get("observing_broker_id"), []).append(d)
     for broker, rows in sorted(by_broker.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):
-        rows = sorted(rows, key=lambda r: r["ts_ms"])
+        rows = _within(sorted(rows, key=lambda r: r["ts_ms"]), span)
         ax_factor.step([_time(r["ts_ms"]) for r in rows], [r["throttle_factor"] for r in rows], where="post",
                        label="cluster" if broker is None else f"broker {broker}")
     ax_factor.set_ylabel("throttle factor")
     ax_factor.set_ylim(-0.05, 1.05)
     if by_broker:
-        ax_factor.legend(fontsize=7, loc="lower left")
+        ax_factor.legend(fontsize=7, loc="best")
     ax_limit = fig.add_subplot(2, 1, 2, sharex=ax_factor)
     groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
     for r in produce_intervals:
@@ -132,18 +134,30 @@ def storage_section(decisions: Sequence[Mapping[str, Any]], produce_intervals: S
         ax_limit.step([_time(r["interval_start_ms"]) for r in rows],
                       [r["quota_limit_min"] for r in rows], where="post", label=_label(rows[0]))
     ax_limit.set_ylabel("lowest produce limit (bytes/s)")
-    ax_limit.set_yscale("symlog", linthresh=1.0)
+    ax_limit.set_yscale("log")
     if groups:
-        ax_limit.legend(fontsize=7, loc="lower left")
+        ax_limit.legend(fontsize=7, loc="best")
+    if span is not None:
+        ax_factor.set_xlim(_time(span[0]), _time(span[1]))
     fig.autofmt_xdate()
-    section.figure(fig, "Top: the storage throttle factor in force. Bottom: the lowest effective produce "
-                        "limit per interval of the busiest produce groups.")
+    section.figure(fig, "Top: the storage throttle factor in force while clients sent requests. Bottom: the "
+                        "lowest effective produce limit per interval of the busiest produce groups.")
     section.table(["group", "base quota", "lowest limit", "intervals with factor < 1",
                    "throttled while factor < 1"],
                   [[_label(r), r["base"], r["quota_limit_min"], r["factor_intervals"],
                     r["throttled_under_factor"]] for r in impact],
                   empty="No produce group saw a throttle factor below 1.")
     return section
+
+
+def _within(rows: list[Mapping[str, Any]], span: tuple[int, int] | None) -> list[Mapping[str, Any]]:
+    """Decisions inside `span`, plus the one in force at its start (drawn from the start)."""
+    if span is None:
+        return rows
+    before = [r for r in rows if r["ts_ms"] <= span[0]]
+    inside = [r for r in rows if span[0] < r["ts_ms"] <= span[1]]
+    head = [{**before[-1], "ts_ms": span[0]}] if before else []
+    return [*head, *inside]
 
 
 def build_sections(standing: Sequence[Mapping[str, Any]], summary: Mapping[str, Any],

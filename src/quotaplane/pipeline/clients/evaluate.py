@@ -42,7 +42,7 @@ from quotaplane.policies.clients.settings import STRICT, ClientQuotaSettings
 
 # The sharing group: one sensor state per (config, broker, quota type, metric tags). Sharing groups
 # are handed to Python in buckets (tag_id mod BUCKETS), so that many small groups do not each pay
-# the fixed cost of a call; each call evaluates its groups one by one.
+# the fixed cost of a call; a call evaluates all its groups in one vectorised pass.
 GROUP_COLUMNS = ["config_id", "broker_id", "type_code", "tag_id"]
 BUCKETS = 16
 SOURCES = (None, "client", "static")  # quota_source by its code in the Python stage
@@ -148,7 +148,7 @@ def group_function(settings: ClientQuotaSettings,
                 shifted, units, limit, settings.window_num, settings.window_ms,
                 scale=NANOS_TO_PERCENTAGE_PER_SECOND if quota_type == REQUEST else 1.0,
                 cap_ms=settings.request_max_throttle_ms if quota_type == REQUEST else None,
-                unrecord=quota_type == FETCH)
+                unrecord=quota_type == FETCH, group_starts=starts)
         rate, window, tokens, violated, throttle = (result.rate, result.window_ms, result.tokens,
                                                      result.violated, result.throttle_ms)
         level = columns["quota_level"].astype(np.int64)

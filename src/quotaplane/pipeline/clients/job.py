@@ -29,7 +29,9 @@ from quotaplane.pipeline.clients.aggregate import KEY, interval_rows, standing_r
 from quotaplane.pipeline.clients.evaluate import FactorTable, evaluate_requests
 from quotaplane.pipeline.clients.resolve import quota_table, resolve_quotas
 from quotaplane.pipeline.stage import RunContext, StageResult, find_input
+from quotaplane.policies.clients.entities import ClientQuotaConfig
 from quotaplane.policies.clients.quota_types import PRODUCE
+from quotaplane.policies.clients.resolution import QuotaResolver, Tags
 from quotaplane.policies.clients.settings import ClientQuotaSettings
 from quotaplane.report import clients as client_report
 from quotaplane.telemetry.clients import CLIENT_REQUESTS
@@ -117,7 +119,8 @@ def run_stage(ctx: RunContext) -> StageResult | None:
                    "quota_entities": len(config)}
         sections = client_report.build_sections(
             standing_list, summary, _throttled_intervals(intervals, standing_list),
-            _storage_report(intervals, standing_list, decision_rows, settings) if storage_combined else None)
+            _storage_report(intervals, standing_list, decision_rows, settings, config)
+            if storage_combined else None)
     return StageResult(NAME, summary, [counts], sections, _console(summary, standing_list, settings))
 
 
@@ -205,22 +208,27 @@ def _intervals_of(intervals: DataFrame, groups: list[dict[str, Any]]) -> list[di
 
 
 def _storage_report(intervals: DataFrame, standing: list[dict[str, Any]],
-                    decision_rows: list[dict[str, Any]], settings: ClientQuotaSettings) -> dict[str, Any]:
+                    decision_rows: list[dict[str, Any]], settings: ClientQuotaSettings,
+                    config: ClientQuotaConfig) -> dict[str, Any]:
     """The storage section's data: decisions, the busiest produce groups' intervals, and the produce
-    groups whose limit a factor below 1 lowered most often (base: the limit at factor 1)."""
+    groups whose limit a factor below 1 lowered most often (base: their quota before the factor)."""
     below = F.col("throttle_factor_min") < 1.0
     impact = (intervals.where(F.col("quota_type") == PRODUCE).groupBy(*KEY).agg(
         F.min("quota_limit_min").alias("quota_limit_min"),
         F.count(F.when(below, 1)).alias("factor_intervals"),
-        F.sum(F.when(below, F.col("throttled_requests")).otherwise(0)).alias("throttled_under_factor"),
-        F.max(F.when(F.col("throttle_factor_min") == 1.0, F.col("quota_limit"))).alias("base"))
+        F.sum(F.when(below, F.col("throttled_requests")).otherwise(0)).alias("throttled_under_factor"))
         .where(F.col("factor_intervals") > 0)
         .orderBy(F.col("throttled_under_factor").desc(), F.col("factor_intervals").desc(), *KEY)
         .limit(15).collect())
     busiest = sorted((r for r in standing if r["quota_type"] == PRODUCE and r["quota_limit_min"] is not None),
                      key=lambda r: -r["rate_max"])[:5]
+    resolver = QuotaResolver(config)
+    rows = []
+    for r in impact:
+        configured = resolver.limit(PRODUCE, Tags(r["user"], r["client_id"])).limit
+        rows.append({**r.asDict(), "base": settings.static_produce if configured is None else configured})
     return {"decisions": decision_rows, "produce_intervals": _intervals_of(intervals, busiest),
-            "impact": [r.asDict() for r in impact], "static_produce": settings.static_produce}
+            "impact": rows, "static_produce": settings.static_produce}
 
 
 def _settings_summary(settings: ClientQuotaSettings) -> dict[str, Any]:

@@ -18,10 +18,13 @@ measurement still counts, depend only on the timestamps:
   windows, at least 1 ms.
 
 Fetch: a throttled fetch is recorded back out, so later sums depend on earlier decisions. The
-vectorised pass is exact up to the first throttled fetch; from there a loop over the remaining
-requests of the group carries the running sum (each step needs the previous decisions, and the
-prefix sums, windows and sample bounds are precomputed, so a step is a few integer and float
-operations). Groups that never throttle never enter it.
+vectorised pass is exact up to a group's first throttled fetch; from there a loop over the rest of
+that group carries the running sum (each step needs the previous decisions; the windows and sample
+bounds are precomputed, so a step is a few integer and float operations). Groups that never
+throttle never enter it.
+
+Several sharing groups can be evaluated in one pass by laying them end to end on one timeline with
+gaps longer than any window and purge age (only time differences matter to a sampled rate).
 
 Controller mutations: the token bucket is a recurrence with a clamp (`min(burst, ...)`) and, in
 strict mode, a record that happens only if the tokens are not negative, evaluated in doubles in
@@ -136,8 +139,11 @@ class GroupResult:
 
 
 def sampled_group(t: np.ndarray, units: np.ndarray, limit: np.ndarray, samples: int, window_ms: int,
-                  scale: float = 1.0, cap_ms: int | None = None, unrecord: bool = False) -> GroupResult:
-    """Produce (`limit` per request), request (`scale`, `cap_ms`) and fetch (`unrecord`) groups."""
+                  scale: float = 1.0, cap_ms: int | None = None, unrecord: bool = False,
+                  group_starts: np.ndarray | None = None) -> GroupResult:
+    """Produce (`limit` per request), request (`scale`, `cap_ms`) and fetch (`unrecord`) requests of
+    one sharing group, or of several laid end to end on one timeline (`group_starts`: the index of
+    each group's first request; only fetch needs them)."""
     n = t.size
     windows = rate_windows(t, samples, window_ms)
     prefix = np.zeros(n + 1, dtype=np.int64)
@@ -148,7 +154,13 @@ def sampled_group(t: np.ndarray, units: np.ndarray, limit: np.ndarray, samples: 
     if unrecord:
         throttled = np.flatnonzero(throttle > 0)
         if throttled.size:
-            _unrecord_from(int(throttled[0]), units, limit, windows, prefix, rate, violated, throttle)
+            starts = np.zeros(1, dtype=np.int64) if group_starts is None else group_starts
+            ends = np.append(starts[1:], n)
+            group = np.searchsorted(starts, throttled, side="right") - 1
+            first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+            spans = [(int(starts[g]), int(throttled[f]), int(ends[g])) for g, f in zip(group[first], first,
+                                                                                         strict=True)]
+            _unrecord(spans, units, limit, windows, prefix, rate, violated, throttle)
     return GroupResult(rate, windows.window_ms, np.full(n, np.nan), violated, throttle)
 
 
@@ -168,35 +180,38 @@ def _scalar_int(value: int) -> int:
     return low - (1 << 32) if low >= (1 << 31) else low
 
 
-def _unrecord_from(start: int, units: np.ndarray, limit: np.ndarray, windows: RateWindows,
-                   prefix: np.ndarray, rate: np.ndarray, violated: np.ndarray,
-                   throttle: np.ndarray) -> None:
-    """Fetch from the first throttled request on: throttled bytes leave the running sum."""
-    n = units.size
+def _unrecord(spans: list[tuple[int, int, int]], units: np.ndarray, limit: np.ndarray,
+              windows: RateWindows, prefix: np.ndarray, rate: np.ndarray, violated: np.ndarray,
+              throttle: np.ndarray) -> None:
+    """Fetch: in each (group start, first throttled, group end) span, from the first throttled
+    request on, throttled bytes leave the running sum. Requests before it, and groups never
+    throttled, keep the vectorised result (nothing was recorded out before them)."""
     units_l = units.tolist()
     first_l = windows.first_counted.tolist()
     window_l = windows.window_ms.tolist()
     limit_l = limit.tolist()
-    kept = prefix[: start + 1].tolist()  # kept[j]: bytes still recorded among requests before j
     rates = rate.tolist()
     viol = violated.tolist()
     thr = throttle.tolist()
     inf = float("inf")
-    for i in range(start, n):
-        value = units_l[i]
-        window = window_l[i]
-        r = float(kept[i] - kept[first_l[i]] + value) / (window / 1000.0)
-        bound = limit_l[i]
-        t_ms = 0
-        v = bound == bound and r > bound
-        if v:
-            diff = r - bound
-            x = (diff / bound if bound != 0.0 else inf) * float(window)
-            t_ms = max(_scalar_int(_scalar_round(x)), 0)
-        rates[i] = r
-        viol[i] = v
-        thr[i] = t_ms
-        kept.append(kept[i] + (0 if t_ms > 0 else value))
+    for group_start, start, end in spans:
+        # kept[j - group_start]: bytes still recorded among the group's requests before j
+        kept = (prefix[group_start: start + 1] - prefix[group_start]).tolist()
+        for i in range(start, end):
+            value = units_l[i]
+            window = window_l[i]
+            r = float(kept[i - group_start] - kept[first_l[i] - group_start] + value) / (window / 1000.0)
+            bound = limit_l[i]
+            t_ms = 0
+            v = bound == bound and r > bound
+            if v:
+                diff = r - bound
+                x = (diff / bound if bound != 0.0 else inf) * float(window)
+                t_ms = max(_scalar_int(_scalar_round(x)), 0)
+            rates[i] = r
+            viol[i] = v
+            thr[i] = t_ms
+            kept.append(kept[i - group_start] + (0 if t_ms > 0 else value))
     rate[:] = rates
     violated[:] = viol
     throttle[:] = thr

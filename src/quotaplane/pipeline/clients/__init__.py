@@ -1,0 +1,1 @@
+"""Kafka client quotas in Spark: per-request throttle decisions and per-interval standing."""
