@@ -41,7 +41,7 @@ INPUT_SCHEMA = ("config_id long, ts_ms long, broker_id long, user string, client
 
 @st.composite
 def scenario_sets(draw: st.DrawFn) -> list[Scenario]:
-    count = draw(st.integers(12, 30))
+    count = draw(st.integers(15, 36))
     out = []
     for index in range(count):
         requests = draw(request_lists(max_size=40))
@@ -61,7 +61,7 @@ def spread(decisions: list[StorageDecision], count: int) -> list[StorageDecision
 
 @pytest.mark.spark
 @given(scenario_sets(), settings_strategy(), decision_lists())
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=3, deadline=None)
 def test_reference_and_spark_agree(spark, scenarios, settings_, decisions) -> None:
     decisions = spread(decisions, len(scenarios))
     rows = [(index, r.ts_ms, r.broker_id, r.user, r.client_id, r.quota_type, r.value, 0, position)

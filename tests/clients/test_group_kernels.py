@@ -104,7 +104,8 @@ def test_group_code_agrees_with_the_reference(config, settings_, requests, decis
        st.sampled_from((1.0, 100.0, 700.0, 5000.0)))
 @settings(max_examples=100, deadline=None)
 def test_long_single_groups_agree(settings_, gaps, values, bound) -> None:
-    """One busy sharing group per type: long runs through many samples, purges and unrecords."""
+    """Busy sharing groups (three users) per type: long runs through many samples, purges and
+    unrecords, several groups per call."""
     from quotaplane.policies.clients.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
 
     config = ClientQuotaConfig({QuotaEntity(DEFAULT, None): {
@@ -116,7 +117,7 @@ def test_long_single_groups_agree(settings_, gaps, values, bound) -> None:
         t += gap
         for quota_type in ("produce", "fetch", "request", "controller_mutation"):
             value = float(values[i] // 100) if quota_type == "controller_mutation" else float(values[i])
-            requests.append(ClientRequest(t, 1, "u", "c", quota_type, value))
+            requests.append(ClientRequest(t, 1, f"u{i % 3}", "c", quota_type, value))
     check_agree(config, settings_, requests, [])
 
 
@@ -155,3 +156,18 @@ def test_groups_too_far_apart_for_one_timeline_are_evaluated_one_by_one() -> Non
     requests = [ClientRequest(t, 1, f"u{i}", "c", quota_type, 900.0)
                 for i in range(60) for t in (0, 500, 10**17) for quota_type in ("produce", "fetch")]
     check_agree(config, ClientQuotaSettings(), requests, [])
+
+
+def test_several_throttled_fetch_groups_in_one_call() -> None:
+    """Each sharing group records its own throttled fetches back out, wherever it sits in the call."""
+    from quotaplane.policies.clients.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
+
+    config = ClientQuotaConfig({QuotaEntity(DEFAULT, None): {"consumer_byte_rate": 1000.0}})
+    requests = []
+    for user in ("a", "b", "c"):
+        for i, value in enumerate((8000, 4000, 1000, 3000, 500, 9000)):
+            requests.append(ClientRequest(100 * i, 1, user, "x", "fetch", float(value)))
+    check_agree(config, ClientQuotaSettings(), requests, [])
+    got = run_groups(config, ClientQuotaSettings(), requests, [])
+    throttled = {requests[i].user for i, row in got.items() if row["throttled"]}
+    assert throttled == {"a", "b", "c"}
