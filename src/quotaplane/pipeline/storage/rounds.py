@@ -66,7 +66,7 @@ def annotated_rows(volumes: DataFrame, membership: DataFrame, errors: DataFrame,
     """One row per (round, kind, broker, log dir) with the round-level facts it needs, partitioned
     by `ROUND`.
 
-    Rows of one kind, broker and log dir in a round are merged first (a hash aggregation): a volume
+    Rows of one kind, broker and log dir in a round count once (`first_of_key`): a volume
     keeps its counted observation (latest `ts`, then fewest available, then fewest total bytes), a
     round's errors keep the earliest (`ts`, `reason`). Added columns: `round_ts` (the round's time),
     `error` (its failure reason or null), `listed`/`observed` (the broker has membership/volume rows
@@ -98,7 +98,7 @@ def annotated_rows(volumes: DataFrame, membership: DataFrame, errors: DataFrame,
     merged = merged.select("*", active.alias("active"))
     return merged.select(
         "*",
-        (is_vol & F.col("active")).alias("counted"),
+        (is_vol & F.col("active") & F.col("first_of_key")).alias("counted"),
         F.sum(F.when(F.col("broker_row") & F.col("active"), 1).otherwise(0)).over(by_round)
          .alias("active_brokers"),
     )
