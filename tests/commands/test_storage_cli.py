@@ -144,8 +144,8 @@ def test_evaluate_writes_metrics(files: dict[str, Path], tmp_path: Path, capsys)
      "field 'broker_id'='x': must be a whole number"),
     ('{"broker_id": 1, "total_bytes": 1, "available_bytes": 0}',
      "field 'log_dir'=None: missing required field"),
-    ("[1, 2]", "must be a JSON object"),
-    ("{nope", "not valid JSON"),
+    ("[1, 2]", "not a JSON object"),
+    ("{nope", "unparsable record"),
     ('{"broker_id": 2, "log_dir": "/a", "total_bytes": 1, "available_bytes": 0}',
      "given twice (first at line 2)"),
 ])

@@ -8,12 +8,10 @@ topic of a CreateTopics/CreatePartitions/DeleteTopics request mutates.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from quotaplane.errors import InputError
 from quotaplane.policies.clients.engine import ClientRequest
 from quotaplane.policies.clients.quota_types import (
     MAX_EXACT_VALUE,
@@ -22,6 +20,7 @@ from quotaplane.policies.clients.quota_types import (
     REQUEST,
     WHOLE_VALUE_TYPES,
 )
+from quotaplane.telemetry.jsonl import read_records
 from quotaplane.telemetry.schema import Field, RecordSchema, Rule
 
 QUOTA_TYPE_RULE = f"quota_type must be one of {', '.join(QUOTA_TYPES)}"
@@ -68,23 +67,6 @@ REQUEST_COLUMNS = tuple(CLIENT_REQUESTS.field_names)
 def read_requests_jsonl(path: str | Path) -> list[ClientRequest]:
     """Requests from a JSON Lines file for the reference engine; the first bad line raises
     `InputError` naming the line and the field. Blank lines are skipped."""
-    file = Path(path)
-    try:
-        lines = file.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InputError(str(file), "file", str(file), f"cannot read: {exc.strerror}") from exc
-    out = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{file.name}:{number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(where, "record", line[:80], f"not valid JSON: {exc.msg}") from None
-        if not isinstance(record, dict):
-            raise InputError(where, "record", line[:80], "must be a JSON object")
-        row = CLIENT_REQUESTS.coerce_record(record, where)
-        out.append(ClientRequest(row["ts_ms"], row["broker_id"], row["user"], row["client_id"],
-                                 row["quota_type"], row["value"]))
-    return out
+    return [ClientRequest(row["ts_ms"], row["broker_id"], row["user"], row["client_id"],
+                          row["quota_type"], row["value"])
+            for _, _, row in read_records(path, CLIENT_REQUESTS)]

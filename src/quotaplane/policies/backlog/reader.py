@@ -8,29 +8,20 @@ or rows of one (tick, topic) that disagree on `partitioned_topic`. The first bad
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from quotaplane.errors import InputError
 from quotaplane.policies.backlog.model import Snapshot
 from quotaplane.telemetry.backlog import BACKLOG_SNAPSHOTS, DUPLICATE_REASON, PARENT_CONFLICT_REASON
+from quotaplane.telemetry.jsonl import json_objects, read_lines
 
 
 def parse_snapshots(lines: Iterable[str], source: str = "snapshots") -> Iterator[Snapshot]:
     """Snapshots of JSON Lines text (blank lines are skipped)."""
     seen: dict[tuple[int, str, str], int] = {}
     parents: dict[tuple[int, str], tuple[str | None, int]] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{source}:{number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(where, "(record)", line.strip()[:80], f"unparsable record: {exc.msg}") from None
-        if not isinstance(record, dict):
-            raise InputError(where, "(record)", line.strip()[:80], "unparsable record: not a JSON object")
+    for number, where, record in json_objects(lines, source):
         s = Snapshot.from_record(BACKLOG_SNAPSHOTS.coerce_record(record, where))
         key = (s.ts_ms, s.topic, s.subscription)
         if key in seen:
@@ -46,9 +37,4 @@ def parse_snapshots(lines: Iterable[str], source: str = "snapshots") -> Iterator
 
 def read_snapshots(path: str | Path) -> list[Snapshot]:
     """All snapshots of a JSON Lines file."""
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(str(file), "(file)", str(file), f"cannot read: {exc.strerror}") from exc
-    return list(parse_snapshots(text.splitlines(), file.name))
+    return list(parse_snapshots(read_lines(path), Path(path).name))

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from quotaplane.errors import InputError
 from quotaplane.policies.storage.volume import Volume
+from quotaplane.telemetry.jsonl import read_records
 from quotaplane.telemetry.schema import RecordSchema
 from quotaplane.telemetry.storage import VOLUMES
 
@@ -28,23 +28,7 @@ def read_jsonl(path: str | Path, schema: RecordSchema) -> list[tuple[int, dict[s
     """(line number, record) of every record of a JSON Lines file, typed and checked; `InputError`
     names `file:line` and the field. Blank lines are skipped."""
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(str(file), "(file)", str(file), f"cannot read: {exc.strerror}") from None
-    records = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{file}:{number}"
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(where, "(record)", line[:60], f"not valid JSON ({exc.msg})") from None
-        if not isinstance(value, dict):
-            raise InputError(where, "(record)", line[:60], "must be a JSON object")
-        records.append((number, schema.coerce_record(value, where)))
-    return records
+    return [(number, row) for number, _, row in read_records(file, schema, source=str(file))]
 
 
 def read_volumes(path: str | Path) -> list[Volume]:
