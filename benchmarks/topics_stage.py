@@ -1,6 +1,6 @@
-"""Measure the topic bytes-in stage on generated produce requests (not collected by pytest).
+"""Measure the topic bytes-in stage on generated produce requests, on demand (`make bench` covers all).
 
-    .venv/bin/python -m tests.topics.bench_stage [--requests 1000000] [--brokers 8] [--topics 400]
+    .venv/bin/python -m benchmarks.topics_stage [--requests 1000000] [--brokers 8] [--topics 400]
 
 Generates one hour of requests (Zipf-popular topics, log-normal sizes, a burst on the hottest topic
 so that some topics go over their threshold), writes them as Parquet, then times: the numpy kernel
@@ -44,7 +44,7 @@ def generate(n: int, brokers: int, topics: int, seed: int = 7) -> pd.DataFrame:
 
 
 CONFIG = """\
-total.bytes.in.per.sec.threshold=60000
+total.bytes.in.per.sec.threshold=100000
 message.max.bytes=20000
 topic.t0000.bytes.in.per.sec.threshold=20000
 topic.t0001.bytes.in.per.sec.threshold=10000
@@ -68,7 +68,7 @@ def main() -> None:
     pq.write_table(table, work / "telemetry" / "topic_requests.parquet")
     config_path = work / "topics.properties"
     config_path.write_text(CONFIG.format(change=T0 + HOUR_MS // 2))
-    config = parse_topics_config({"total.bytes.in.per.sec.threshold": "60000"})
+    config = parse_topics_config({"total.bytes.in.per.sec.threshold": "100000"})
 
     start = time.perf_counter()
     as_of = int(df["ts_ms"].max())
@@ -76,7 +76,7 @@ def main() -> None:
         group = group.sort_values("ts_ms", kind="stable")
         codes, names = pd.factorize(group["topic"])
         evaluate_broker(group["ts_ms"].to_numpy(), codes, group["bytes"].to_numpy(),
-                        np.full(len(group), 60000 // args.topics), len(names), config.total_threshold,
+                        np.full(len(group), 100000 // args.topics), len(names), config.total_threshold,
                         config.message_max_bytes, as_of)
     kernel = time.perf_counter() - start
     print(f"kernel only: {len(df):,} requests in {kernel:.2f}s = {len(df) / kernel:,.0f} rows/s")
