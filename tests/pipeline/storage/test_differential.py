@@ -24,6 +24,7 @@ from tests.pipeline.storage.scenarios import (
     strimzi_configs,
     telemetry,
 )
+from tests.policies.storage.helpers import cluster_config, local_config, strimzi_config
 
 pytestmark = pytest.mark.spark
 SCENARIOS = 30
@@ -81,3 +82,30 @@ def test_local_source_matches_the_reference(spark, data: st.DataObject) -> None:
 def test_strimzi_dialect_matches_the_reference(spark, data: st.DataObject) -> None:
     config = data.draw(strimzi_configs())
     assert_same(spark, config, data.draw(telemetry(config, SCENARIOS)))
+
+
+def _vol(ts: int, cluster: str, broker: int, available: int) -> dict[str, Any]:
+    return {"ts": ts, "cluster": cluster, "broker_id": broker, "log_dir": "/d", "total_bytes": 1000,
+            "available_bytes": available, "poll_id": None}
+
+
+FIXED = {
+    "cluster": cluster_config(("availableBytesBelow", "300"), ("availableBytesBelow", "100"), fallback="0.5"),
+    "local": local_config(100, 900, fallback="0.5"),
+    "strimzi": strimzi_config(validity="PT1M", fallback="0.0"),
+}
+
+
+@pytest.mark.parametrize("config", FIXED.values(), ids=FIXED.keys())
+def test_errors_without_a_cluster_apply_to_every_cluster(spark, config: StorageConfig) -> None:
+    t = Telemetry(volumes=[_vol(0, "a", 1, 50), _vol(0, "b", 1, 500), _vol(120_000, "a", 1, 50)],
+                  errors=[{"ts": 60_000, "reason": "EXCEPTION", "cluster": None, "poll_id": None},
+                          {"ts": 120_001, "reason": "SAFETY_TIMEOUT", "cluster": None, "poll_id": None}])
+    assert_same(spark, config, t)
+
+
+def test_errors_in_telemetry_naming_no_cluster_form_their_own_rounds(spark) -> None:
+    config = FIXED["cluster"]
+    t = Telemetry(errors=[{"ts": 5, "reason": "EXCEPTION", "cluster": None, "poll_id": None}])
+    assert_same(spark, config, t)
+    assert spark_rows(spark, config, t)[0]["cluster"] is None

@@ -50,15 +50,14 @@ def _read(ctx: RunContext, staging: Path) -> tuple[dict[str, DataFrame], list[Re
 
 def _decide(ctx: RunContext, config: StorageConfig, inputs: dict[str, DataFrame], table: str,
             keep_observations: bool) -> tuple[DataFrame, DataFrame | None]:
-    ev = evaluate(config, inputs["volumes"], inputs["membership"], inputs["collection_errors"],
-                  persist=keep_observations)
+    # the round rows are computed once: the strimzi dialect and the observations table reuse them
+    ev = evaluate(config, inputs["volumes"], inputs["membership"], inputs["collection_errors"], persist=True)
     try:
         ev.decisions.write.mode("overwrite").parquet(str(ctx.out_dir / table))
         if keep_observations:
             ev.volumes.write.mode("overwrite").parquet(str(ctx.out_dir / "storage_volume_observations"))
     finally:
-        if keep_observations:
-            ev.release()
+        ev.release()
     decisions = ctx.spark.read.parquet(str(ctx.out_dir / table))
     if not keep_observations:
         return decisions, None

@@ -23,10 +23,12 @@ Marks are summed per (meter, topic) with `np.add.at` in int64 (exact, like the r
 a tick is `rate + ALPHA * (count / 5e9 - rate)` elementwise in float64: the same operations in the same
 order as `quotaplane.policies.topics.meter.tick_rate`, so rates are bit-identical to the reference.
 
-Cost: one iteration per 5 s window of the broker (from its first request to `as_of_ms`), each a
-fixed number of numpy calls over that window's requests and the broker's topics, independent of the
-request count. Idle windows are skipped once every meter has reached a fixed point of the decay
-(the rate stops changing after about 8,800 idle ticks, about 12 h), which is exact.
+Cost: one iteration per busy 5 s window of the broker (and the window after it), each a fixed
+number of numpy calls over that window's requests and the broker's topics, independent of the
+request count. After an idle window nothing is left marked, so the idle windows up to the next busy
+one (or the last) only decay each meter: they run as one tight elementwise loop (`_decay`), which
+stops early at the recurrence's fixed point (the rate stops changing after about 8,800 idle ticks,
+about 12 h, at a tiny subnormal value). Both are exact: the same ticks in the same order.
 """
 
 from __future__ import annotations
