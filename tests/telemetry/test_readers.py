@@ -76,6 +76,39 @@ def test_csv_and_parquet_read_the_same_rows(spark, tmp_path: Path) -> None:
     assert again.used.collect() == result.used.collect()
 
 
+@pytest.mark.spark
+def test_typed_parquet_columns_are_used_as_they_are_and_others_checked_as_text(spark, tmp_path) -> None:
+    from datetime import UTC, datetime
+
+    pq = tmp_path / "typed"
+    rows = [(datetime(2026, 1, 1, tzinfo=UTC), 1, 1.5, 2.5, "a"),   # native types: used as they are
+            (datetime(2026, 1, 1, tzinfo=UTC), None, 1.0, 1.0, None),  # required value missing
+            (None, 2, 2.0, 0.1, "b"),                                 # required time missing
+            (datetime(2026, 1, 1, tzinfo=UTC), 3, 3.0, -1.0, "c")]    # a row rule still applies
+    spark.createDataFrame(rows, "ts timestamp, broker_id int, other double, size float, name string") \
+        .write.parquet(str(pq))
+    result = read_telemetry(spark, SCHEMA, str(pq))
+    used = result.used.collect()
+    assert [(r["ts"], r["broker_id"], r["size"], r["name"]) for r in used] == [(1767225600000, 1, 2.5, "a")]
+    assert [f.dataType.simpleString() for f in result.used.schema.fields] == [
+        "bigint", "bigint", "double", "string"]
+    reasons = sorted(r["reason"] for r in result.quarantined.collect())
+    assert reasons == ["field broker_id: missing required field", "field ts: missing required field",
+                       "size must not be negative"]
+    # a float column is read as text, so 0.1 stays 0.1 (not 0.10000000149...)
+    floats = tmp_path / "floats"
+    spark.createDataFrame([(1000, "7", 0.1)], "ts long, broker_id string, size float") \
+        .write.parquet(str(floats))
+    (row,) = read_telemetry(spark, SCHEMA, str(floats)).used.collect()
+    assert (row["broker_id"], row["size"]) == (7, 0.1)
+    # a column of a foreign type is checked as text: a double is not a whole number
+    wrong = tmp_path / "wrong"
+    spark.createDataFrame([(1000, 1.5, 1.0)], "ts long, broker_id double, size double") \
+        .write.parquet(str(wrong))
+    (bad,) = read_telemetry(spark, SCHEMA, str(wrong)).quarantined.collect()
+    assert bad["reason"] == "field broker_id=1.5: must be a whole number"
+
+
 def test_reference_coercion_matches_the_rules() -> None:
     assert SCHEMA.coerce_record(json.loads(ROWS[1]), "f:2")["ts"] == 1767225600000
     with pytest.raises(InputError, match="f:4: field 'broker_id'=None: missing required field"):

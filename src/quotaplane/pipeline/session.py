@@ -20,6 +20,8 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.adaptive.enabled": "true",
+    # tables partitioned by a prefix of a join's keys (the storage rounds) are joined in place
+    "spark.sql.requireAllClusterKeysForCoPartition": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
     "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}",

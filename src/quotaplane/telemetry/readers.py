@@ -1,17 +1,21 @@
 """Reading telemetry into Spark: JSON Lines, CSV or Parquet, a file, a directory or a glob.
 
-Every row is read with all fields as text first, so a malformed value is never silently turned
-into null by the reader. Then each row is typed and checked against its `RecordSchema`: rows
-that break it go to the quarantine table with the reason and the original row as JSON, the rest
-are used. `read == used + quarantined` holds by construction and is reported per input.
+Every field is read as text first (JSON Lines, CSV, and Parquet columns of another type than the
+field's), so a malformed value is never silently turned into null by the reader; a Parquet column
+that already has the field's type is used as it is. Then each row is typed and checked against
+its `RecordSchema`: rows that break it go to the quarantine table with the reason and the
+original row as JSON, the rest are used. `read == used + quarantined` holds by construction and
+is reported per input.
 """
 
 from __future__ import annotations
 
 import glob as globlib
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -49,6 +53,7 @@ class ReadResult:
     schema: RecordSchema
     source: str
     checked: DataFrame  # every row, typed, with `_reason` (REASON; null when the row is used)
+    fmt: str = ""  # the input's format, when known
 
     @property
     def used(self) -> DataFrame:
@@ -89,7 +94,10 @@ def detect_format(path: str) -> str:
 
 
 def read_raw(spark: SparkSession, schema: RecordSchema, path: str, fmt: str | None = None) -> DataFrame:
-    """Read `path` with every schema field as a string plus `_row` (the original row as JSON)."""
+    """Read `path` with every schema field as a string plus `_row` (the original row as JSON).
+
+    A Parquet column whose type already holds the field's values (an integer column for a `long`,
+    a timestamp for a `time_ms`, ...) is kept as it is: nothing to parse, nothing lost."""
     fmt = fmt or detect_format(path)
     raw = schema.raw_schema()
     if fmt == "jsonl":
@@ -110,10 +118,9 @@ def read_raw(spark: SparkSession, schema: RecordSchema, path: str, fmt: str | No
               .csv(path))
     elif fmt == "parquet":
         src = spark.read.parquet(path)
-        present = set(src.columns)
+        types = {f.name: f.dataType for f in src.schema.fields}
         df = src.select(
-            *[(F.col(f.name).cast("string") if f.name in present else F.lit(None).cast("string"))
-              .alias(f.name) for f in schema.fields],
+            *[_parquet_column(f, types.get(f.name)).alias(f.name) for f in schema.fields],
             F.lit(None).cast("string").alias(CORRUPT),
         )
     else:
@@ -122,7 +129,31 @@ def read_raw(spark: SparkSession, schema: RecordSchema, path: str, fmt: str | No
     return df.withColumn("_row", original)
 
 
-def _typed(f: Field, col: Column) -> Column:
+_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+_NATIVE: dict[str, tuple[type[T.DataType], ...]] = {
+    "long": _INTEGRAL, "time_ms": (*_INTEGRAL, T.TimestampType),
+    # not float: widening it to double would change its decimal value; it is read as text
+    "double": (*_INTEGRAL, T.DoubleType), "bool": (T.BooleanType,), "string": (T.StringType,),
+}
+
+
+def _is_native(f: Field, dtype: T.DataType | None) -> bool:
+    """Whether a Parquet column of `dtype` holds `f`'s values without any parsing: then it is
+    typed directly and only a missing value can be wrong; any other type is checked as text."""
+    return dtype is not None and isinstance(dtype, _NATIVE[f.type])
+
+
+def _parquet_column(f: Field, dtype: T.DataType | None) -> Column:
+    if dtype is None:
+        return F.lit(None).cast("string")
+    return F.col(f.name) if _is_native(f, dtype) else F.col(f.name).cast("string")
+
+
+def _typed(f: Field, col: Column, dtype: T.DataType) -> Column:
+    if not isinstance(dtype, T.StringType):  # a native Parquet column (see `_is_native`)
+        if isinstance(dtype, T.TimestampType):
+            return F.unix_millis(col)
+        return col.cast(f.spark_type)
     text = F.trim(col)
     if f.type == "string":
         return col
@@ -137,23 +168,26 @@ def _typed(f: Field, col: Column) -> Column:
     return F.when(text.rlike(r"^[+-]?\d+$"), text.try_cast("long")).otherwise(iso)
 
 
-def _type_problem(f: Field, raw: Column, typed: Column) -> Column:
+def _type_problem(f: Field, raw: Column, typed: Column, dtype: T.DataType) -> Column:
     expected = {"long": "a whole number", "double": "a number", "string": "a string",
                 "bool": "true or false",
                 "time_ms": "epoch milliseconds or an ISO-8601 timestamp"}[f.type]
-    missing = raw.isNull() | (F.trim(raw) == "") if f.type != "string" else raw.isNull()
-    bad = F.when(raw.isNotNull() & typed.isNull(),
-                 F.format_string(f"field {f.name}=%s: must be {expected}", raw))
+    text = isinstance(dtype, T.StringType)
+    missing = raw.isNull() | (F.trim(raw) == "") if f.type != "string" and text else raw.isNull()
+    bad = F.lit(None).cast("string") if not text else F.when(
+        raw.isNotNull() & typed.isNull(), F.format_string(f"field {f.name}=%s: must be {expected}", raw))
     if f.required:
         return F.when(missing, F.lit(f"field {f.name}: missing required field")).otherwise(bad)
     return F.when(~missing, bad)
 
 
 def validate(schema: RecordSchema, raw: DataFrame) -> DataFrame:
-    """Type the raw string columns and add `reason`: the first problem of the row, or null."""
-    typed_cols = {f.name: _typed(f, F.col(f.name)) for f in schema.fields}
+    """Type the raw columns (text, or native Parquet types) and add `reason`: the first problem of
+    the row, or null."""
+    dtypes = {f.name: f.dataType for f in raw.schema.fields}
+    typed_cols = {f.name: _typed(f, F.col(f.name), dtypes[f.name]) for f in schema.fields}
     problems: list[Column] = [F.when(F.col(CORRUPT).isNotNull(), F.lit("unparsable record"))]
-    problems += [_type_problem(f, F.col(f.name), typed_cols[f.name]) for f in schema.fields]
+    problems += [_type_problem(f, F.col(f.name), typed_cols[f.name], dtypes[f.name]) for f in schema.fields]
     typed = raw.select(
         *[typed_cols[f.name].alias(f.name) for f in schema.fields],
         F.coalesce(*problems).alias("_type_reason"),
@@ -168,4 +202,54 @@ def validate(schema: RecordSchema, raw: DataFrame) -> DataFrame:
 def read_telemetry(spark: SparkSession, schema: RecordSchema, path: str,
                    fmt: str | None = None) -> ReadResult:
     """Read and check one input; see `ReadResult`."""
-    return ReadResult(schema, path, validate(schema, read_raw(spark, schema, path, fmt)))
+    fmt = fmt or detect_format(path)
+    return ReadResult(schema, path, validate(schema, read_raw(spark, schema, path, fmt)), fmt)
+
+
+@dataclass
+class CheckedInput:
+    """An input read, typed and checked once: its counts, and its rows for every later step.
+
+    `rows` holds the schema's fields, any extra columns taken in the scan, and `_reason`; the
+    original row text (needed only by the quarantine) is not kept. They are cached when `cached`.
+    """
+
+    schema: RecordSchema
+    counts: ReadCounts
+    rows: DataFrame
+    cached: bool
+
+    @property
+    def used(self) -> DataFrame:
+        """The used rows: the schema's fields and the extra columns."""
+        return self.rows.where(F.col(REASON).isNull()).drop(REASON)
+
+    def release(self) -> None:
+        if self.cached:
+            self.rows.unpersist()
+
+
+def check_once(read: ReadResult, quarantine_dir: Path | None,
+               extra: dict[str, Column] | None = None, cache: bool | None = None) -> CheckedInput:
+    """Count read/used/quarantined in one scan of `read`, and write the quarantined rows to
+    `quarantine_dir` only when there are some (a stale quarantine from an earlier run into the same
+    directory is removed). `extra` columns are computed in the scan (e.g. `input_file_name()`).
+
+    With `cache` (by default: unless the input is Parquet) the typed rows are cached by that same
+    scan, so later steps do not parse the text again; Parquet is cheaper to scan again than to
+    cache (measured in docs/performance.md)."""
+    extra = extra or {}
+    cache = read.fmt != "parquet" if cache is None else cache
+    rows = read.checked.select(*read.schema.field_names, *[c.alias(n) for n, c in extra.items()], REASON)
+    if cache:
+        rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+    agg = rows.agg(F.count(F.lit(1)).alias("read"),
+                   F.count(F.when(F.col(REASON).isNull(), 1)).alias("used")).first()
+    read_n, used_n = int(agg["read"]), int(agg["used"])
+    counts = ReadCounts(read.source, read_n, used_n, read_n - used_n)
+    if quarantine_dir is not None:
+        if counts.quarantined:
+            read.quarantined.write.mode("overwrite").parquet(str(quarantine_dir))
+        elif quarantine_dir.exists():
+            shutil.rmtree(quarantine_dir)
+    return CheckedInput(read.schema, counts, rows, cache)

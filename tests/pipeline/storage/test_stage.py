@@ -132,7 +132,7 @@ def test_inputs_reconcile_and_bad_rows_are_quarantined_with_reasons(stage) -> No
                        "field ts=yesterday: must be epoch milliseconds or an ISO-8601 timestamp"}
     bad = ctx.spark.read.parquet(str(ctx.out_dir / "quarantine" / "collection_errors")).collect()
     assert [r["reason"] for r in bad] == ["field reason: missing required field"]
-    assert not (ctx.out_dir / "_staging" / "storage").exists()
+    assert not (ctx.out_dir / "quarantine" / "membership").exists()  # nothing quarantined, nothing written
 
 
 def test_metrics_are_registered_for_both_configurations(stage) -> None:

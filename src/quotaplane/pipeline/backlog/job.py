@@ -6,7 +6,7 @@ check tick with Spark, and writes under `ctx.out_dir`:
 - `backlog_evictions/` (Parquet): what each eviction run would evict, per subscription;
 - `backlog_topic_stats/`, `backlog_partitioned_stats/` (Parquet) and `backlog_topic_stats.json`:
   the PIP-323 topic stats fields at each topic's last tick;
-- `quarantine/backlog_snapshots/` (Parquet): rejected rows with their reasons.
+- `quarantine/backlog_snapshots/` (Parquet): rejected rows with their reasons, when there are some.
 It registers the PIP-323 metrics in `ctx.registry` and publishes `ctx.shared["backlog_checks"]`.
 
 One observation of `pulsar_storage_backlog_quota_check_duration_seconds` is the wall-clock time
@@ -34,6 +34,7 @@ from quotaplane.pipeline.stage import RunContext, StageResult, find_input
 from quotaplane.policies.backlog.model import SIZE, TIME
 from quotaplane.policies.backlog.stats import TopicMetrics
 from quotaplane.report.backlog import build_sections
+from quotaplane.telemetry.readers import check_once
 
 INPUT = "backlog_snapshots"
 NAME = "backlog"
@@ -47,8 +48,11 @@ def run_stage(ctx: RunContext) -> StageResult | None:
         return None
     policies = load_backlog_policies(config)
     with ctx.progress.step("backlog: read snapshots"):
-        snapshots = read_snapshots(ctx.spark, path)
-        counts = snapshots.counts()
+        # checked once and cached (the group rules are window functions): the checks and the
+        # evictions both read the snapshots
+        snapshots = check_once(read_snapshots(ctx.spark, path), ctx.out_dir / "quarantine" / INPUT,
+                               cache=True)
+        counts = snapshots.counts
     decided = decided_rows(snapshots.used, policies)
     checks = checks_of(decided).cache()
     evictions = evictions_of(decided, policies).cache()
@@ -57,6 +61,7 @@ def run_stage(ctx: RunContext) -> StageResult | None:
         checks.count()
         evictions.count()
         duration = time.perf_counter() - start
+    snapshots.release()
     derived = derive(checks)
     with ctx.progress.step("backlog: write tables"):
         _write(checks, ctx.out_dir / "backlog_checks")
@@ -66,8 +71,6 @@ def run_stage(ctx: RunContext) -> StageResult | None:
         _write(derived.topic_stats, ctx.out_dir / "backlog_topic_stats")
         _write(derived.partitioned_stats, ctx.out_dir / "backlog_partitioned_stats")
         _write_stats_json(stats, parts, ctx.out_dir / "backlog_topic_stats.json")
-        if counts.quarantined:
-            _write(snapshots.quarantined, ctx.out_dir / "quarantine" / INPUT)
     with ctx.progress.step("backlog: metrics and report"):
         metrics = _metrics(derived.topic_metrics, derived.namespace_metrics, policies, duration)
         register_metrics(ctx.registry, metrics)

@@ -10,7 +10,8 @@ Writes under the output directory:
 - `client_request_decisions/`: one row per request (tags, limit, rate, throttle time);
 - `client_quota_intervals/`: per broker, quota type, metric tags and interval;
 - `client_quota_standing/`: per broker, quota type and metric tags over the whole input;
-- `quarantine/client_requests/`: rows that broke the telemetry schema, with the reason.
+- `quarantine/client_requests/`: rows that broke the telemetry schema, with the reason (written only
+  when there are some).
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from quotaplane.config.clients import load_client_quotas, settings_from_properties
@@ -35,7 +35,7 @@ from quotaplane.policies.clients.resolution import QuotaResolver, Tags
 from quotaplane.policies.clients.settings import ClientQuotaSettings
 from quotaplane.report import clients as client_report
 from quotaplane.telemetry.clients import CLIENT_REQUESTS
-from quotaplane.telemetry.readers import REASON, ReadResult, read_telemetry
+from quotaplane.telemetry.readers import check_once, read_telemetry
 
 NAME = "clients"
 INPUT = "client_requests"
@@ -44,15 +44,11 @@ INTERVALS_TABLE = "client_quota_intervals"
 STANDING_TABLE = "client_quota_standing"
 
 
-def with_input_order(read: ReadResult) -> DataFrame:
-    """The used rows with `_file` and `_row`: the order that breaks ties between requests of one
+def input_order() -> dict[str, Column]:
+    """`_file` and `_row`, taken in the scan: the order that breaks ties between requests of one
     sharing group at the same millisecond. `_row` increases with the position in a file; `_file` is
-    a fixed hash of the file's path, so ties across files follow a fixed (arbitrary) file order.
-    Both are taken in the scan's stage (longs, so they travel cheaply)."""
-    return (read.checked.where(F.col(REASON).isNull())
-            .select(*CLIENT_REQUESTS.field_names, F.xxhash64(F.input_file_name()).alias("_file"),
-                    F.monotonically_increasing_id().alias("_row"))
-            .withColumn("config_id", F.lit(0).cast("long")))
+    a fixed hash of the file's path, so ties across files follow a fixed (arbitrary) file order."""
+    return {"_file": F.xxhash64(F.input_file_name()), "_row": F.monotonically_increasing_id()}
 
 
 def _factor_table(decisions: DataFrame | None) -> tuple[FactorTable, list[dict[str, Any]]]:
@@ -82,20 +78,22 @@ def run_stage(ctx: RunContext) -> StageResult | None:
     out = ctx.out_dir
 
     with ctx.progress.step("clients: reading client requests"):
-        read = read_telemetry(spark, CLIENT_REQUESTS, path)
-        counts = read.counts()
-        read.quarantined.write.mode("overwrite").parquet(str(out / "quarantine" / CLIENT_REQUESTS.name))
+        # read once: the keys, the recorded and the other rows are all taken from the cached rows
+        checked = check_once(read_telemetry(spark, CLIENT_REQUESTS, path),
+                             out / "quarantine" / CLIENT_REQUESTS.name, input_order(), cache=True)
+        counts = checked.counts
 
     factors, decision_rows = _factor_table(storage_decisions)
     with ctx.progress.step("clients: measuring rates and throttle times"):
-        # the input is read three times (its keys, recorded and other rows): read it once
-        requests = with_input_order(read).persist(StorageLevel.MEMORY_AND_DISK)
+        requests = checked.used.withColumn("config_id", F.lit(0).cast("long"))
         keys = resolve_quotas(requests, quota_table(spark, {0: config}), storage_combined).persist()
-        decisions = evaluate_requests(requests, keys, settings, factors)
-        decisions.drop("config_id", "_file", "_row").write.mode("overwrite").parquet(
-            str(out / DECISIONS_TABLE))
-        keys.unpersist()
-        requests.unpersist()
+        try:
+            decisions = evaluate_requests(requests, keys, settings, factors)
+            decisions.drop("config_id", "_file", "_row").write.mode("overwrite").parquet(
+                str(out / DECISIONS_TABLE))
+        finally:
+            keys.unpersist()
+            checked.release()
         decisions = _read_back(spark, out / DECISIONS_TABLE)
 
     with ctx.progress.step("clients: intervals and standing"):

@@ -1,9 +1,9 @@
 """The `storage_decisions` table in Spark: one row per round (per round and active broker for the
 local source), equal to the reference engine's `evaluate_rounds` rows.
 
-Spark-native: column expressions, joins, and window functions over each cluster's rounds in order
-(the strimzi validity is a `last(..., ignorenulls)` window; its observation cache a bucketed range
-join). No Python UDF.
+Spark-native: aggregations over one shuffle by round (`rounds`), column expressions, and for the
+strimzi dialect window functions over each cluster's rounds in order (its validity is a
+`last(..., ignorenulls)` window; its observation cache a bucketed range join). No Python UDF.
 """
 
 from __future__ import annotations
@@ -16,7 +16,17 @@ from pyspark.sql import functions as F
 
 from quotaplane.config.storage import StorageConfig
 from quotaplane.pipeline.storage import limits
-from quotaplane.pipeline.storage.rounds import ROUND, annotated_rows, round_columns, round_summary
+from quotaplane.pipeline.storage.rounds import (
+    ROUND,
+    VOLUME,
+    active_brokers,
+    broker_summary,
+    counted_volumes,
+    keyed_rows,
+    over_active,
+    round_columns,
+    round_summary,
+)
 from quotaplane.policies.storage.decision import MISSING_BROKER_DATA
 
 # Column order of the `storage_decisions` table.
@@ -29,10 +39,9 @@ DECISION_COLUMNS = [
 WORST_FIELDS = ("volume_factor", "headroom", "broker_id", "log_dir")
 
 
-def _worst(where: Column | None = None) -> Column:
-    """The throttling volume of a group: the minimum of (factor, headroom, broker id, log dir)."""
-    worst = F.struct(*WORST_FIELDS)
-    return F.min(worst if where is None else F.when(where, worst)).alias("worst")
+def _worst_volume() -> Column:
+    """Per broker: its throttling volume, the minimum of (factor, headroom, broker id, log dir)."""
+    return F.min(F.when(F.col("kind") == VOLUME, F.struct(*WORST_FIELDS))).alias("worst")
 
 
 @dataclass
@@ -42,11 +51,11 @@ class StorageEvaluation:
 
     decisions: DataFrame
     volumes: DataFrame
-    annotated: DataFrame
+    keys: DataFrame
 
     def release(self) -> None:
         """Drop the persisted round rows (see `evaluate(..., persist=True)`)."""
-        self.annotated.unpersist()
+        self.keys.unpersist()
 
 
 LIMIT_COLUMNS = ("soft_threshold", "hard_threshold", "soft_breached", "hard_breached", "volume_factor",
@@ -57,25 +66,25 @@ def evaluate(config: StorageConfig, volumes: DataFrame, membership: DataFrame,
              errors: DataFrame, persist: bool = False) -> StorageEvaluation:
     """Evaluate a whole history (typed telemetry as `read_telemetry(...).used` gives it).
 
-    With `persist`, the annotated round rows that both `decisions` and `volumes` derive from are
-    computed once (memory, spilling to disk) until `release()`.
+    With `persist`, the keyed round rows (`rounds.keyed_rows`) that both `decisions` and `volumes`
+    derive from are computed once (memory, spilling to disk) until `release()`.
     """
-    rows = annotated_rows(volumes, membership, errors, config.check_interval_ms)
+    keys = keyed_rows(volumes, membership, errors, config.check_interval_ms)
     if persist:
-        rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+        keys = keys.persist(StorageLevel.MEMORY_AND_DISK)
+    counted = counted_volumes(keys)
     if config.evaluation == "cluster":
-        decisions = _cluster(config, rows)
+        decisions = _cluster(config, keys)
     elif config.evaluation == "local":
-        decisions = _local(config, rows)
+        decisions = _local(config, keys)
     else:
-        decisions = _strimzi(config, rows)
-    counted = rows.where(F.col("counted"))
+        decisions = _strimzi(config, keys, counted)
     if config.hard is not None and config.soft is not None:
         counted = counted.transform(limits.assess(config.soft, config.hard))
     extra = [c for c in LIMIT_COLUMNS if c in counted.columns]
     observed = counted.select(*round_columns()[:3], "broker_id", "log_dir", "total_bytes", "available_bytes",
                               *extra)
-    return StorageEvaluation(decisions.select(*DECISION_COLUMNS), observed, rows)
+    return StorageEvaluation(decisions.select(*DECISION_COLUMNS), observed, keys)
 
 
 def storage_decisions(config: StorageConfig, volumes: DataFrame, membership: DataFrame,
@@ -112,10 +121,11 @@ def _finish(config: StorageConfig, df: DataFrame, source: str) -> DataFrame:
     )
 
 
-def _cluster(config: StorageConfig, rows: DataFrame) -> DataFrame:
+def _cluster(config: StorageConfig, keys: DataFrame) -> DataFrame:
     """spec dialect, cluster source: minimum volume factor over the active brokers, or the fallback."""
     assert config.soft is not None and config.hard is not None
-    df = round_summary(rows.transform(limits.assess(config.soft, config.hard)), _worst(F.col("counted")))
+    brokers = broker_summary(keys.transform(limits.assess(config.soft, config.hard)), _worst_volume())
+    df = round_summary(brokers, over_active(F.min, F.col("worst")).alias("worst"))
     fallback = F.lit(config.fallback_factor)
     failed, missing = F.col("error").isNotNull(), F.col("missing_brokers") > 0
     computed = F.coalesce(F.col("worst.volume_factor"), F.lit(1.0))
@@ -133,14 +143,11 @@ def _cluster(config: StorageConfig, rows: DataFrame) -> DataFrame:
     ), "cluster")
 
 
-def _local(config: StorageConfig, rows: DataFrame) -> DataFrame:
+def _local(config: StorageConfig, keys: DataFrame) -> DataFrame:
     """Deprecated local source: per round and active broker, the legacy rule on its own volumes."""
-    df = (rows.where(F.col("active"))
-          .groupBy(*ROUND, "broker_id")
-          .agg(F.first("round_ts").alias("round_ts"), F.first("error").alias("error"),
-               F.first("active_brokers").alias("active_brokers"),
-               F.sum(F.when(F.col("counted"), F.col("total_bytes") - F.col("available_bytes"))).alias("used"),
-               F.count(F.when(F.col("counted"), 1)).alias("active_log_dirs")))
+    brokers = broker_summary(keys)
+    df = (active_brokers(brokers, round_summary(brokers))
+          .drop("active_log_dirs", "missing_brokers").withColumnRenamed("log_dirs", "active_log_dirs"))
     fallback = F.lit(config.fallback_factor)
     failed, missing = F.col("error").isNotNull(), F.col("used").isNull()
     computed = limits.legacy_factor(F.col("used"), config.legacy_soft_bytes, config.legacy_hard_bytes)
@@ -158,10 +165,10 @@ def _local(config: StorageConfig, rows: DataFrame) -> DataFrame:
     ), "local")
 
 
-def _strimzi(config: StorageConfig, rows: DataFrame) -> DataFrame:
+def _strimzi(config: StorageConfig, keys: DataFrame, counted: DataFrame) -> DataFrame:
     """strimzi dialect: circuit breaker over the cached observations, strict validity, fallback once
     per transition (see `quotaplane.policies.storage.strimzi`)."""
-    base = round_summary(rows)
+    base = round_summary(broker_summary(keys))
     none_long, none_str = F.lit(None).cast("long"), F.lit(None).cast("string")
     common = [none_long.alias("observing_broker_id"), none_long.alias("used_bytes")]
     if not config.checks_enabled:
@@ -172,7 +179,7 @@ def _strimzi(config: StorageConfig, rows: DataFrame) -> DataFrame:
 
     in_order = Window.partitionBy("cluster").orderBy("round_ts", "is_window", "round_no")
     seq = base.select("*", F.row_number().over(in_order).alias("seq"))
-    df = seq.join(_cached_worst(config, rows, seq), ["cluster", "seq"], "left")
+    df = seq.join(_cached_worst(config, counted, seq), ["cluster", "seq"], "left")
     success = F.col("error").isNull()
     so_far = in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     # the factor in force (and its volume) is that of the last success; wrapped so that a success
@@ -198,7 +205,7 @@ def _strimzi(config: StorageConfig, rows: DataFrame) -> DataFrame:
     ), "strimzi")
 
 
-def _cached_worst(config: StorageConfig, rows: DataFrame, seq: DataFrame) -> DataFrame:
+def _cached_worst(config: StorageConfig, counted: DataFrame, seq: DataFrame) -> DataFrame:
     """Per successful round (`cluster`, `seq`): the worst volume of the observation cache.
 
     The cache at round r holds, per (broker, log dir), its latest observation made in a successful
@@ -217,7 +224,7 @@ def _cached_worst(config: StorageConfig, rows: DataFrame, seq: DataFrame) -> Dat
         return ok.select("cluster", "seq", F.lit(None).cast(
             "struct<volume_factor:double,headroom:double,broker_id:bigint,log_dir:string>").alias("worst"))
     volume = Window.partitionBy("cluster", "broker_id", "log_dir").orderBy("ok_seq")
-    obs = (rows.where(F.col("counted") & F.col("error").isNull())
+    obs = (counted.where(F.col("error").isNull())
            .select(*ROUND, "broker_id", "log_dir", "total_bytes", "available_bytes")
            .join(ok, ROUND)
            .transform(limits.assess(config.hard, config.hard))

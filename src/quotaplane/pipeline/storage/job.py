@@ -1,7 +1,7 @@
 """The storage stage of `quotaplane run`: telemetry in; decisions, metrics, summary and report out.
 
-Reads `volumes`, `membership` and `collection_errors` (each validated once and staged as Parquet,
-so every later step reads typed rows), writes the quarantined rows to `quarantine/<record>`, the
+Reads `volumes`, `membership` and `collection_errors` (each validated once and its typed rows
+cached, so every later step reads them), writes any quarantined rows to `quarantine/<record>`, the
 decisions of the storage configuration to `storage_decisions` (and of the comparison configuration
 to `storage_decisions_compare`), the counted volume observations with their thresholds to
 `storage_volume_observations`, registers the spec's metrics and returns the summary and report.
@@ -9,9 +9,6 @@ to `storage_decisions_compare`), the counted volume observations with their thre
 """
 
 from __future__ import annotations
-
-import shutil
-from pathlib import Path
 
 from pyspark.sql import DataFrame
 
@@ -21,7 +18,7 @@ from quotaplane.pipeline.stage import RunContext, StageResult, find_input
 from quotaplane.pipeline.storage import summary as S
 from quotaplane.pipeline.storage.decisions import evaluate
 from quotaplane.report.storage import console_lines, storage_sections
-from quotaplane.telemetry.readers import REASON, ReadCounts, ReadResult, read_telemetry
+from quotaplane.telemetry.readers import CheckedInput, ReadCounts, check_once, read_telemetry
 from quotaplane.telemetry.schema import RecordSchema
 from quotaplane.telemetry.storage import COLLECTION_ERRORS, MEMBERSHIP, VOLUMES
 
@@ -30,22 +27,21 @@ INPUTS: dict[str, RecordSchema] = {"volumes": VOLUMES, "membership": MEMBERSHIP,
 VOLUMES_PLOTTED = 6
 
 
-def _read(ctx: RunContext, staging: Path) -> tuple[dict[str, DataFrame], list[ReadCounts]]:
-    """Validate each input once, stage it, write its quarantine; absent inputs are empty."""
+def _read(ctx: RunContext) -> tuple[dict[str, DataFrame], list[ReadCounts], list[CheckedInput]]:
+    """Check each input once (cached), write its quarantine if any; absent inputs are empty."""
     used: dict[str, DataFrame] = {}
     counts: list[ReadCounts] = []
+    checked: list[CheckedInput] = []
     for name, schema in INPUTS.items():
         path = find_input(ctx.telemetry_dir, name)
         if path is None:
             used[name] = ctx.spark.createDataFrame([], schema.spark_schema())
             continue
-        checked = read_telemetry(ctx.spark, schema, path).checked
-        checked.write.mode("overwrite").parquet(str(staging / name))
-        result = ReadResult(schema, path, ctx.spark.read.parquet(str(staging / name)))
-        result.quarantined.write.mode("overwrite").parquet(str(ctx.out_dir / "quarantine" / schema.name))
-        counts.append(result.counts())
-        used[name] = result.checked.where(result.checked[REASON].isNull()).select(*schema.field_names)
-    return used, counts
+        result = check_once(read_telemetry(ctx.spark, schema, path), ctx.out_dir / "quarantine" / schema.name)
+        checked.append(result)
+        counts.append(result.counts)
+        used[name] = result.used
+    return used, counts, checked
 
 
 def _decide(ctx: RunContext, config: StorageConfig, inputs: dict[str, DataFrame], table: str,
@@ -70,10 +66,10 @@ def run_stage(ctx: RunContext) -> StageResult | None:
         return None
     config = load_storage_config(ctx.configs.storage)
     compare = load_storage_config(ctx.configs.storage_compare) if ctx.configs.storage_compare else None
-    staging = ctx.out_dir / "_staging" / "storage"
+    checked: list[CheckedInput] = []
     try:
         with ctx.progress.step("storage: reading and validating telemetry"):
-            inputs, counts = _read(ctx, staging)
+            inputs, counts, checked = _read(ctx)
         with ctx.progress.step(f"storage: {config.evaluation} decisions"):
             decisions, observations = _decide(ctx, config, inputs, "storage_decisions", True)
         compared = None
@@ -94,7 +90,8 @@ def run_stage(ctx: RunContext) -> StageResult | None:
             reads = [c.as_dict() for c in counts]
             sections = storage_sections(main, other, series, len(closest), total, reads)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        for c in checked:
+            c.release()
     ctx.shared["storage_decisions"] = decisions
     if compared is not None:
         ctx.shared["storage_decisions_compare"] = compared

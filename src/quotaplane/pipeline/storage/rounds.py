@@ -5,13 +5,16 @@ marked rows, or the check interval window `floor(ts / interval_ms)` of unmarked 
 when the interval is 0). A null cluster (a collection error naming no cluster, in telemetry that
 names none) is carried as `NO_CLUSTER` so that it groups and joins like any other key.
 
-All three inputs are put in one table and shuffled once by `ROUND`; every per-round quantity is
-then an aggregation or a window function over that same partitioning (no further shuffle).
+All three inputs are put in one table and shuffled once by `ROUND`, then aggregated per key (one
+sort), per broker and per round; each level keys on `ROUND` plus a prefix of the one before, so
+the later levels need no shuffle and no sort. Joins between the levels are on `ROUND` plus more
+columns and need no shuffle either (the session sets
+`spark.sql.requireAllClusterKeysForCoPartition=false`, see `pipeline.session`).
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 ROUND = ["cluster", "is_window", "round_no"]
@@ -61,61 +64,80 @@ def _unified(volumes: DataFrame, membership: DataFrame, errors: DataFrame) -> Da
     return unified.withColumn("cluster", F.coalesce(F.col("cluster"), F.lit(NO_CLUSTER)))
 
 
-def annotated_rows(volumes: DataFrame, membership: DataFrame, errors: DataFrame,
-                   interval_ms: int) -> DataFrame:
-    """One row per (round, kind, broker, log dir) with the round-level facts it needs, partitioned
-    by `ROUND`.
-
-    Rows of one kind, broker and log dir in a round count once (`first_of_key`): a volume
-    keeps its counted observation (latest `ts`, then fewest available, then fewest total bytes), a
-    round's errors keep the earliest (`ts`, `reason`). Added columns: `round_ts` (the round's time),
-    `error` (its failure reason or null), `listed`/`observed` (the broker has membership/volume rows
-    in the round), `active`, `counted` (a volume of an active broker), `broker_row` (one row per
-    broker of the round) and `active_brokers`. The window functions share one sort order.
-    """
+def keyed_rows(volumes: DataFrame, membership: DataFrame, errors: DataFrame, interval_ms: int) -> DataFrame:
+    """One row per (round, kind, broker, log dir): the three inputs shuffled once by `ROUND`, then
+    one hash aggregation per key, so that rows of one kind, broker and log dir in a round count
+    once. A volume keeps its counted observation (latest `ts`, then fewest available, then fewest
+    total bytes); a round's errors keep the earliest (`ts`, `reason`) as `err`; `ts` is the key's
+    latest time. Every later aggregation keys on `ROUND` plus more columns: no further shuffle."""
     rows = _unified(volumes, membership, errors).transform(with_round(interval_ms)).repartition(*ROUND)
-    # One sort serves every window: the most specific order comes first.
-    in_dir = Window.partitionBy(*ROUND, "broker_id", "kind", "log_dir").orderBy(
-        F.col("ts").desc(), "available_bytes", "total_bytes")
-    in_broker = Window.partitionBy(*ROUND, "broker_id").orderBy("kind", "log_dir")
-    whole_broker = in_broker.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    by_round = Window.partitionBy(*ROUND)
-    merged = (rows.select("*", (F.row_number().over(in_dir) == 1).alias("first_of_key"))
-              .select("*", F.when(F.col("kind") == ERROR, F.struct("ts", "reason")).alias("err")))
-    is_vol, is_member = F.col("kind") == VOLUME, F.col("kind") == MEMBER
-    merged = merged.select(
-        "*",
-        F.max(is_member).over(whole_broker).alias("listed"),
-        F.max(is_vol).over(whole_broker).alias("observed"),
-        (F.col("broker_id").isNotNull() & (F.row_number().over(in_broker) == 1)).alias("broker_row"),
-    ).select(
-        "*",
-        F.max("ts").over(by_round).alias("round_ts"),
-        F.min("err").over(by_round)["reason"].alias("error"),
-        F.max(is_member).over(by_round).alias("round_listed"),
-    )
-    active = F.col("broker_id").isNotNull() & (F.col("listed") | (~F.col("round_listed") & F.col("observed")))
-    merged = merged.select("*", active.alias("active"))
-    return merged.select(
-        "*",
-        (is_vol & F.col("active") & F.col("first_of_key")).alias("counted"),
-        F.sum(F.when(F.col("broker_row") & F.col("active"), 1).otherwise(0)).over(by_round)
-         .alias("active_brokers"),
+    newest = F.min(F.struct((-F.col("ts")).alias("neg_ts"), "available_bytes", "total_bytes"))
+    # broker before kind: the aggregation's sort order then also serves `broker_summary`
+    return rows.groupBy(*ROUND, "broker_id", "kind", "log_dir").agg(
+        F.max("ts").alias("ts"),
+        newest["available_bytes"].alias("available_bytes"),
+        newest["total_bytes"].alias("total_bytes"),
+        F.min(F.when(F.col("kind") == ERROR, F.struct("ts", "reason"))).alias("err"),
     )
 
 
-def round_summary(rows: DataFrame, *extra: Column) -> DataFrame:
-    """One row per round: `round_ts`, `error`, `active_brokers`, `active_log_dirs`, `missing_brokers`,
-    and the `extra` aggregates (over the same partitioning: no shuffle)."""
-    broker = F.col("broker_row") & F.col("active")
-    return rows.groupBy(*ROUND).agg(
-        F.first("round_ts").alias("round_ts"),
-        F.first("error").alias("error"),
-        F.first("active_brokers").cast("long").alias("active_brokers"),
-        F.count(F.when(F.col("counted"), 1)).alias("active_log_dirs"),
-        F.count(F.when(broker & ~F.col("observed"), 1)).alias("missing_brokers"),
+def broker_summary(keys: DataFrame, *extra: Column) -> DataFrame:
+    """One row per (round, broker): `listed`, `observed`, `log_dirs`, `used`, `ts`, `err` and the
+    `extra` aggregates over the broker's keys (a volume's columns are null on other kinds' rows)."""
+    is_vol = F.col("kind") == VOLUME
+    return keys.groupBy(*ROUND, "broker_id").agg(
+        (F.col("broker_id").isNotNull() & F.max(F.col("kind") == MEMBER)).alias("listed"),
+        (F.col("broker_id").isNotNull() & F.max(is_vol)).alias("observed"),
+        F.count(F.when(is_vol, 1)).alias("log_dirs"),
+        F.sum(F.when(is_vol, F.col("total_bytes") - F.col("available_bytes"))).alias("used"),
+        F.max("ts").alias("ts"),
+        F.min("err").alias("err"),
         *extra,
     )
+
+
+def over_active(agg, col: Column) -> Column:
+    """An aggregate over the active brokers of a round, in a `groupBy(ROUND)` of `broker_summary`
+    rows: the listed brokers when the round has membership rows, else the observed ones."""
+    return F.when(F.max("listed"), agg(F.when(F.col("listed"), col))).otherwise(
+        agg(F.when(F.col("observed"), col)))
+
+
+def round_summary(brokers: DataFrame, *extra: Column) -> DataFrame:
+    """One row per round from `broker_summary` rows: `round_ts` (its latest time), `error` (the
+    reason of its earliest error), `round_listed`, `active_brokers`, `active_log_dirs`,
+    `missing_brokers` (active brokers without volume rows), and the `extra` aggregates.
+
+    A broker is active when it is listed, or, in a round without membership rows, observed.
+    """
+    listed, observed = F.col("listed"), F.col("observed")
+    return brokers.groupBy(*ROUND).agg(
+        F.max("ts").alias("round_ts"),
+        F.min("err")["reason"].alias("error"),
+        F.max(listed).alias("round_listed"),
+        over_active(F.count, F.lit(1)).alias("active_brokers"),
+        F.coalesce(over_active(F.sum, F.col("log_dirs")), F.lit(0).cast("long")).alias("active_log_dirs"),
+        F.when(F.max(listed), F.count(F.when(listed & ~observed, 1))).otherwise(F.lit(0).cast("long"))
+         .alias("missing_brokers"),
+        *extra,
+    )
+
+
+def active_brokers(brokers: DataFrame, rounds: DataFrame) -> DataFrame:
+    """The active brokers of every round with the round's facts (`round_summary` columns)."""
+    joined = brokers.drop("ts", "err").join(rounds, ROUND)
+    return joined.where(F.col("listed") | (~F.col("round_listed") & F.col("observed")))
+
+
+def counted_volumes(keys: DataFrame) -> DataFrame:
+    """The counted volume observations: one per (round, broker, log dir) of an active broker, with
+    `round_ts` and `error`."""
+    brokers = broker_summary(keys)
+    active = active_brokers(brokers, round_summary(brokers)).select(*ROUND, "broker_id", "round_ts", "error")
+    vols = keys.where(F.col("kind") == VOLUME).select(*ROUND, "broker_id", "log_dir", "total_bytes",
+                                                      "available_bytes")
+    # both sides are partitioned by ROUND and sorted by (ROUND, broker) already: a merge join
+    return vols.join(active, [*ROUND, "broker_id"])
 
 
 def round_columns() -> list[Column]:

@@ -33,7 +33,7 @@ from quotaplane.pipeline.topics.report_data import collect_report_data
 from quotaplane.policies.topics.decision import DECISIONS
 from quotaplane.policies.topics.engine import MeterSnapshot
 from quotaplane.report.topics import build_sections
-from quotaplane.telemetry.readers import read_telemetry
+from quotaplane.telemetry.readers import check_once, read_telemetry
 from quotaplane.telemetry.topics import TOPIC_REQUESTS
 
 INPUT = "topic_requests"
@@ -58,26 +58,24 @@ def run_stage(ctx: RunContext) -> StageResult | None:
     config = load_topics_config(ctx.configs.topics)
     out = ctx.out_dir
     with ctx.progress.step("topics: read produce requests"):
-        read = read_telemetry(ctx.spark, TOPIC_REQUESTS, path)
-        checked = read.checked.persist()  # parsed once: the evaluation scans the requests several times
-        counts = read.counts()
-        if counts.quarantined:
-            _write(read.quarantined, out / "quarantine" / INPUT)
-        as_of = read.used.agg(F.max("ts_ms")).first()[0] if counts.used else None
+        # parsed once and cached: the evaluation scans the requests several times
+        checked = check_once(read_telemetry(ctx.spark, TOPIC_REQUESTS, path), out / "quarantine" / INPUT)
+        counts = checked.counts
+        as_of = checked.used.agg(F.max("ts_ms")).first()[0] if counts.used else None
     _write(_changes(ctx.spark, config), out / "topic_threshold_changes")
     rejected = [str(change_error(c)) for c in config.rejected_changes]
     if as_of is None:
-        checked.unpersist()
+        checked.release()
         summary = _summary_of(config, [], [], None)
         summary["input"] = counts.as_dict()
         return StageResult(NAME, summary, [counts], [], [f"topics: no usable produce request in {path}"])
     with ctx.progress.step("topics: judge requests (meters per broker)"):
-        rows = read.used.transform(evaluate_requests(config, int(as_of))).persist()
+        rows = checked.used.transform(evaluate_requests(config, int(as_of))).persist()
         _write(decisions(rows), out / "topic_decisions")
         meter_rows = [MeterSnapshot(**r.asDict()) for r in meters(rows).collect()]
         _write(meters(rows), out / "topic_meters")
         rows.unpersist()
-        checked.unpersist()
+        checked.release()
     decided = ctx.spark.read.parquet(str(out / "topic_decisions"))
     with ctx.progress.step("topics: intervals and dropped-request log"):
         intervals_path = out / "topic_intervals"
