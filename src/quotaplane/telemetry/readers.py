@@ -71,12 +71,14 @@ class ReadResult:
 
     def counts(self) -> ReadCounts:
         """Count read/used/quarantined in one Spark action."""
-        row = self.checked.agg(
-            F.count(F.lit(1)).alias("read"),
-            F.count(F.when(F.col(REASON).isNull(), 1)).alias("used"),
-        ).first()
-        read, used = int(row["read"]), int(row["used"])
-        return ReadCounts(self.source, read, used, read - used)
+        return _count(self.checked, self.source)
+
+
+def _count(checked: DataFrame, source: str) -> ReadCounts:
+    row = checked.agg(F.count(F.lit(1)).alias("read"),
+                      F.count(F.when(F.col(REASON).isNull(), 1)).alias("used")).first()
+    read, used = int(row["read"]), int(row["used"])
+    return ReadCounts(source, read, used, read - used)
 
 
 def detect_format(path: str) -> str:
@@ -243,10 +245,7 @@ def check_once(read: ReadResult, quarantine_dir: Path | None,
     rows = read.checked.select(*read.schema.field_names, *[c.alias(n) for n, c in extra.items()], REASON)
     if cache:
         rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
-    agg = rows.agg(F.count(F.lit(1)).alias("read"),
-                   F.count(F.when(F.col(REASON).isNull(), 1)).alias("used")).first()
-    read_n, used_n = int(agg["read"]), int(agg["used"])
-    counts = ReadCounts(read.source, read_n, used_n, read_n - used_n)
+    counts = _count(rows, read.source)
     if quarantine_dir is not None:
         if counts.quarantined:
             read.quarantined.write.mode("overwrite").parquet(str(quarantine_dir))
