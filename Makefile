@@ -10,7 +10,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 # Keep the embedded Spark on loopback.
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: run test lint bench check-prereqs clean
+.PHONY: run test lint bench cluster-check check-prereqs clean
 
 run: $(STAMP)
 	$(BIN)/quotaplane run
@@ -24,6 +24,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
+
+# The bundled example on a loopback standalone master with two workers must decide like local[*].
+cluster-check: $(STAMP)
+	$(BIN)/python -m quotaplane.pipeline.cluster_check standalone
 
 check-prereqs:
 	@sh scripts/check-prereqs.sh "$(PYTHON)"

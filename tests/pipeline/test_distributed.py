@@ -6,30 +6,16 @@ embedded local run's, table by table, row by row.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
 
+from quotaplane.pipeline.cluster_check import decision_tables, differences, main, run_cli
 from quotaplane.pipeline.run import bundled_example, run_pipeline
 from quotaplane.pipeline.standalone import start_connect_server, start_standalone
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-
-def decision_tables(out: Path) -> dict[str, pd.DataFrame]:
-    """Every Parquet table a run wrote (not the quarantine), rows in a canonical order."""
-    tables = {}
-    for folder in sorted(p for p in out.iterdir() if p.is_dir() and p.name != "quarantine"):
-        frame = pq.read_table(folder).to_pandas()
-        frame = frame.reindex(sorted(frame.columns), axis=1)
-        keys = [c for c in frame.columns if frame[c].map(lambda v: not isinstance(v, list | dict)).all()]
-        tables[folder.name] = frame.sort_values(keys).reset_index(drop=True)
-    return tables
 
 
 @pytest.fixture(scope="module")
@@ -42,30 +28,35 @@ def local_run(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.D
     return tables
 
 
-def run_cli(flag: str, url: str, out: Path) -> None:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    proc = subprocess.run(
-        [sys.executable, "-m", "quotaplane.cli", "run", flag, url, "--out", str(out), "--quiet"],
-        capture_output=True, text=True, env=env, timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    assert "report:" in proc.stdout
-
-
 def assert_same_tables(expected: dict[str, pd.DataFrame], out: Path) -> None:
-    got = decision_tables(out)
-    assert sorted(got) == sorted(expected)
-    for name, frame in expected.items():
-        pd.testing.assert_frame_equal(got[name], frame, check_dtype=False, obj=name)
+    assert differences(expected, decision_tables(out)) == []
 
 
 def test_standalone_cluster_with_two_workers_decides_like_local(local_run, tmp_path: Path) -> None:
     with start_standalone(workers=2, cores=1, memory="1g", work_dir=tmp_path / "cluster") as cluster:
-        run_cli("--master", cluster.url, tmp_path / "out")
+        run_cli(tmp_path / "out", "--master", cluster.url)
     assert_same_tables(local_run, tmp_path / "out")
 
 
 def test_spark_connect_decides_like_local(local_run, tmp_path: Path) -> None:
     with start_connect_server(work_dir=tmp_path / "connect") as server:
-        run_cli("--remote", server.url, tmp_path / "out")
+        run_cli(tmp_path / "out", "--remote", server.url)
     assert_same_tables(local_run, tmp_path / "out")
+
+
+def test_differences_name_the_tables_that_differ() -> None:
+    a = {"t": pd.DataFrame({"x": [1, 2]}), "only_local": pd.DataFrame({"x": [1]})}
+    b = {"t": pd.DataFrame({"x": [1, 3]}), "only_cluster": pd.DataFrame({"x": [1]})}
+    lines = differences(a, b)
+    assert lines[:2] == ["only_local: only in the local run", "only_cluster: only in the cluster run"]
+    assert len(lines) == 3 and lines[2].startswith("t: ")
+    assert differences(a, dict(a)) == []
+
+
+def test_the_check_script_reports_a_failing_run(monkeypatch, capsys) -> None:
+    def fail(out: Path, *flags: str) -> None:
+        raise RuntimeError("quotaplane run failed (exit 2):\nboom")
+
+    monkeypatch.setattr("quotaplane.pipeline.cluster_check.run_cli", fail)
+    assert main(["standalone"]) == 2
+    assert "boom" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import tempfile
@@ -83,6 +84,7 @@ def package_zip() -> Path:
     """
     package = Path(__file__).resolve().parents[1]
     target = Path(tempfile.gettempdir()) / f"quotaplane-{os.getpid()}.zip"
+    atexit.register(target.unlink, missing_ok=True)  # executors fetch it while the job runs
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
         for path in sorted(package.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
