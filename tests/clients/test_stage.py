@@ -139,3 +139,33 @@ def test_stage_skips_without_its_input_or_config(tmp_path: Path) -> None:
     assert job.run_stage(ctx) is None
     (tmp_path / "client_requests.jsonl").write_text("")
     assert job.run_stage(ctx) is None
+
+
+@pytest.mark.spark
+def test_a_parquet_input_decides_like_its_json_lines_copy(spark, tmp_path: Path) -> None:
+    """Parquet is not cached: its row order comes from Parquet's row index on every scan. Ties at
+    one millisecond (bob's two requests, and many more in small row groups) still follow the file
+    order, so both inputs give the same decisions."""
+    import pandas as pd
+
+    # dan sends two different requests at one millisecond: which comes first changes both decisions
+    dan = {"ts_ms": T0 + 80_000, "broker_id": 1, "user": "dan", "client_id": "d", "quota_type": "produce"}
+    rows = [*_requests(), {**dan, "value": 9000}, {**dan, "value": 100}]
+    quotas = tmp_path / "client-quotas.json"
+    quotas.write_text(json.dumps(QUOTAS))
+    tables = {}
+    for fmt in ("jsonl", "parquet"):
+        telemetry = tmp_path / fmt
+        telemetry.mkdir()
+        if fmt == "jsonl":
+            (telemetry / "client_requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        else:  # small row groups: the row index must run on across them
+            pd.DataFrame(rows).to_parquet(telemetry / "client_requests.parquet", row_group_size=16)
+        ctx = RunContext(spark=spark, telemetry_dir=telemetry, out_dir=tmp_path / f"out-{fmt}",
+                         configs=RunConfigs(client_quotas=quotas), registry=CollectorRegistry(),
+                         progress=Progress(None))
+        result = job.run_stage(ctx)
+        assert result is not None and result.read_counts[0].quarantined == 0
+        tables[fmt] = sorted(tuple(r) for r in spark.read.parquet(str(ctx.out_dir / job.DECISIONS_TABLE))
+                             .collect())
+    assert tables["parquet"] == tables["jsonl"] and len(tables["jsonl"]) == len(rows)

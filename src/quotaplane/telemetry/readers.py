@@ -28,6 +28,8 @@ CORRUPT = "_corrupt_record"
 # (collection_errors has one). The quarantine table exposes it as `reason`.
 REASON = "_reason"
 FORMATS = ("jsonl", "csv", "parquet")
+# Where a row came from (`read_raw(..., position=True)`): its file, and its place in the file.
+FILE_ID, POSITION = "_file", "_position"
 _SUFFIX_FORMAT = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv",
                   ".parquet": "parquet"}
 
@@ -95,11 +97,15 @@ def detect_format(path: str) -> str:
                      "cannot tell the format: use .jsonl, .json, .csv or .parquet files")
 
 
-def read_raw(spark: SparkSession, schema: RecordSchema, path: str, fmt: str | None = None) -> DataFrame:
+def read_raw(spark: SparkSession, schema: RecordSchema, path: str, fmt: str | None = None,
+             position: bool = False) -> DataFrame:
     """Read `path` with every schema field as a string plus `_row` (the original row as JSON).
 
     A Parquet column whose type already holds the field's values (an integer column for a `long`,
-    a timestamp for a `time_ms`, ...) is kept as it is: nothing to parse, nothing lost."""
+    a timestamp for a `time_ms`, ...) is kept as it is: nothing to parse, nothing lost. With
+    `position`, also `FILE_ID` (a hash of the row's file) and `POSITION` (increasing with the row's
+    place in its file): Parquet's own row index, which every scan gives again; for text formats an
+    id given by the scan, stable only while the scan is the same (`check_once` caches those)."""
     fmt = fmt or detect_format(path)
     raw = schema.raw_schema()
     if fmt == "jsonl":
@@ -121,12 +127,17 @@ def read_raw(spark: SparkSession, schema: RecordSchema, path: str, fmt: str | No
     elif fmt == "parquet":
         src = spark.read.parquet(path)
         types = {f.name: f.dataType for f in src.schema.fields}
+        where = ([F.xxhash64(F.col("_metadata.file_path")).alias(FILE_ID),
+                  F.col("_metadata.row_index").alias(POSITION)] if position else [])
         df = src.select(
             *[_parquet_column(f, types.get(f.name)).alias(f.name) for f in schema.fields],
-            F.lit(None).cast("string").alias(CORRUPT),
+            F.lit(None).cast("string").alias(CORRUPT), *where,
         )
     else:
         raise InputError(path, "format", fmt, f"must be one of {', '.join(FORMATS)}")
+    if position and fmt != "parquet":
+        df = df.select("*", F.xxhash64(F.input_file_name()).alias(FILE_ID),
+                       F.monotonically_increasing_id().alias(POSITION))
     original = F.coalesce(F.col(CORRUPT), F.to_json(F.struct(*[F.col(n) for n in schema.field_names])))
     return df.withColumn("_row", original)
 
@@ -194,6 +205,7 @@ def validate(schema: RecordSchema, raw: DataFrame) -> DataFrame:
         *[typed_cols[f.name].alias(f.name) for f in schema.fields],
         F.coalesce(*problems).alias("_type_reason"),
         F.col("_row"),
+        *[c for c in (FILE_ID, POSITION) if c in raw.columns],
     )
     cols = {f.name: F.col(f.name) for f in schema.fields}
     rule_reasons = [F.when(rule.violated(cols), F.lit(rule.reason)) for rule in schema.rules]
@@ -202,10 +214,10 @@ def validate(schema: RecordSchema, raw: DataFrame) -> DataFrame:
 
 
 def read_telemetry(spark: SparkSession, schema: RecordSchema, path: str,
-                   fmt: str | None = None) -> ReadResult:
-    """Read and check one input; see `ReadResult`."""
+                   fmt: str | None = None, position: bool = False) -> ReadResult:
+    """Read and check one input; see `ReadResult` (and `read_raw` for `position`)."""
     fmt = fmt or detect_format(path)
-    return ReadResult(schema, path, validate(schema, read_raw(spark, schema, path, fmt)), fmt)
+    return ReadResult(schema, path, validate(schema, read_raw(spark, schema, path, fmt, position)), fmt)
 
 
 @dataclass

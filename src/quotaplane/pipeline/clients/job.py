@@ -35,7 +35,7 @@ from quotaplane.policies.clients.resolution import QuotaResolver, Tags
 from quotaplane.policies.clients.settings import ClientQuotaSettings
 from quotaplane.report import clients as client_report
 from quotaplane.telemetry.clients import CLIENT_REQUESTS
-from quotaplane.telemetry.readers import check_once, read_telemetry
+from quotaplane.telemetry.readers import FILE_ID, POSITION, check_once, read_telemetry
 
 NAME = "clients"
 INPUT = "client_requests"
@@ -45,10 +45,11 @@ STANDING_TABLE = "client_quota_standing"
 
 
 def input_order() -> dict[str, Column]:
-    """`_file` and `_row`, taken in the scan: the order that breaks ties between requests of one
-    sharing group at the same millisecond. `_row` increases with the position in a file; `_file` is
-    a fixed hash of the file's path, so ties across files follow a fixed (arbitrary) file order."""
-    return {"_file": F.xxhash64(F.input_file_name()), "_row": F.monotonically_increasing_id()}
+    """`_file` and `_row`: the order that breaks ties between requests of one sharing group at the
+    same millisecond. `_row` increases with the position in a file; `_file` is a fixed hash of the
+    file's path, so ties across files follow a fixed (arbitrary) file order. Both are taken in the
+    scan (`read_telemetry(..., position=True)`)."""
+    return {"_file": F.col(FILE_ID), "_row": F.col(POSITION)}
 
 
 def _factor_table(decisions: DataFrame | None) -> tuple[FactorTable, list[dict[str, Any]]]:
@@ -78,9 +79,10 @@ def run_stage(ctx: RunContext) -> StageResult | None:
     out = ctx.out_dir
 
     with ctx.progress.step("clients: reading client requests"):
-        # read once: the keys, the recorded and the other rows are all taken from the cached rows
-        checked = check_once(read_telemetry(spark, CLIENT_REQUESTS, path),
-                             out / "quarantine" / CLIENT_REQUESTS.name, input_order(), cache=True)
+        # checked in one scan; text inputs are cached (their row ids must not change between the
+        # scans that resolve the keys and evaluate the requests), Parquet is scanned again
+        checked = check_once(read_telemetry(spark, CLIENT_REQUESTS, path, position=True),
+                             out / "quarantine" / CLIENT_REQUESTS.name, input_order())
         counts = checked.counts
 
     factors, decision_rows = _factor_table(storage_decisions)

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 ROUND = ["cluster", "is_window", "round_no"]
 NO_CLUSTER = "\u0000"
-VOLUME, MEMBER, ERROR = "v", "m", "e"
+VOLUME, MEMBER, ERROR = 0, 1, 2  # `kind`: a byte sorts, shuffles and caches cheaper than a string
 
 
 def window_of(ts: str, interval_ms: int) -> Column:
@@ -42,15 +42,19 @@ def with_round(interval_ms: int):
     return apply
 
 
+def _kind(kind: int) -> Column:
+    return F.lit(kind).cast("byte").alias("kind")
+
+
 def _unified(volumes: DataFrame, membership: DataFrame, errors: DataFrame) -> DataFrame:
     """The three inputs as one table: `kind`, `ts`, `cluster`, `poll_id` and the fields of each."""
     none_long, none_str = F.lit(None).cast("long"), F.lit(None).cast("string")
-    vols = volumes.select(F.lit(VOLUME).alias("kind"), "ts", "cluster", "poll_id", "broker_id", "log_dir",
+    vols = volumes.select(_kind(VOLUME), "ts", "cluster", "poll_id", "broker_id", "log_dir",
                           "total_bytes", "available_bytes", none_str.alias("reason"))
-    members = membership.select(F.lit(MEMBER).alias("kind"), "ts", "cluster", "poll_id", "broker_id",
+    members = membership.select(_kind(MEMBER), "ts", "cluster", "poll_id", "broker_id",
                                 none_str.alias("log_dir"), none_long.alias("total_bytes"),
                                 none_long.alias("available_bytes"), none_str.alias("reason"))
-    errs = errors.select(F.lit(ERROR).alias("kind"), "ts", "cluster", "poll_id", none_long.alias("broker_id"),
+    errs = errors.select(_kind(ERROR), "ts", "cluster", "poll_id", none_long.alias("broker_id"),
                          none_str.alias("log_dir"), none_long.alias("total_bytes"),
                          none_long.alias("available_bytes"), "reason")
     named = errs.where(F.col("cluster").isNotNull())
