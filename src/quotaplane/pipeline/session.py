@@ -54,7 +54,8 @@ def build_session(
     conf = {**DEFAULT_CONF, **(extra_conf or {})}
     if remote:
         builder = SparkSession.builder.remote(remote).appName(app_name)
-        for key in ("spark.sql.session.timeZone", "spark.sql.shuffle.partitions"):
+        for key in ("spark.sql.session.timeZone", "spark.sql.shuffle.partitions",
+                    "spark.sql.requireAllClusterKeysForCoPartition"):
             builder = builder.config(key, conf[key])
         session = builder.getOrCreate()
         session.addArtifacts(str(package_zip()), pyfile=True)
