@@ -224,7 +224,7 @@ def read_telemetry(spark: SparkSession, schema: RecordSchema, path: str,
 class CheckedInput:
     """An input read, typed and checked once: its counts, and its rows for every later step.
 
-    `rows` holds the schema's fields, any extra columns taken in the scan, and `_reason`; the
+    `rows` holds the schema's fields, `FILE_ID` and `POSITION` if read, and `_reason`; the
     original row text (needed only by the quarantine) is not kept. They are cached when `cached`.
     """
 
@@ -235,7 +235,7 @@ class CheckedInput:
 
     @property
     def used(self) -> DataFrame:
-        """The used rows: the schema's fields and the extra columns."""
+        """The used rows: the schema's fields (and `FILE_ID`, `POSITION` if read)."""
         return self.rows.where(F.col(REASON).isNull()).drop(REASON)
 
     def release(self) -> None:
@@ -243,18 +243,17 @@ class CheckedInput:
             self.rows.unpersist()
 
 
-def check_once(read: ReadResult, quarantine_dir: Path | None,
-               extra: dict[str, Column] | None = None, cache: bool | None = None) -> CheckedInput:
+def check_once(read: ReadResult, quarantine_dir: Path | None, cache: bool | None = None) -> CheckedInput:
     """Count read/used/quarantined in one scan of `read`, and write the quarantined rows to
     `quarantine_dir` only when there are some (a stale quarantine from an earlier run into the same
-    directory is removed). `extra` columns are computed in the scan (e.g. `input_file_name()`).
+    directory is removed). The rows keep `FILE_ID` and `POSITION` when they were read with them.
 
     With `cache` (by default: unless the input is Parquet) the typed rows are cached by that same
     scan, so later steps do not parse the text again; Parquet is cheaper to scan again than to
     cache (measured in docs/performance.md)."""
-    extra = extra or {}
     cache = read.fmt != "parquet" if cache is None else cache
-    rows = read.checked.select(*read.schema.field_names, *[c.alias(n) for n, c in extra.items()], REASON)
+    where = [c for c in (FILE_ID, POSITION) if c in read.checked.columns]
+    rows = read.checked.select(*read.schema.field_names, *where, REASON)
     if cache:
         rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
     counts = _count(rows, read.source)

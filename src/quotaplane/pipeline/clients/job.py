@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from quotaplane.config.clients import load_client_quotas, settings_from_properties
@@ -42,14 +42,6 @@ INPUT = "client_requests"
 DECISIONS_TABLE = "client_request_decisions"
 INTERVALS_TABLE = "client_quota_intervals"
 STANDING_TABLE = "client_quota_standing"
-
-
-def input_order() -> dict[str, Column]:
-    """`_file` and `_row`: the order that breaks ties between requests of one sharing group at the
-    same millisecond. `_row` increases with the position in a file; `_file` is a fixed hash of the
-    file's path, so ties across files follow a fixed (arbitrary) file order. Both are taken in the
-    scan (`read_telemetry(..., position=True)`)."""
-    return {"_file": F.col(FILE_ID), "_row": F.col(POSITION)}
 
 
 def _factor_table(decisions: DataFrame | None) -> tuple[FactorTable, list[dict[str, Any]]]:
@@ -79,15 +71,18 @@ def run_stage(ctx: RunContext) -> StageResult | None:
     out = ctx.out_dir
 
     with ctx.progress.step("clients: reading client requests"):
-        # checked in one scan; text inputs are cached (their row ids must not change between the
-        # scans that resolve the keys and evaluate the requests), Parquet is scanned again
+        # each row's file and position break ties between requests of one sharing group at the
+        # same millisecond (`_file`, `_row`). Checked in one scan; text inputs are cached (their
+        # row ids must not change between the scans that resolve the keys and evaluate the
+        # requests), Parquet is scanned again (its row index is the same on every scan)
         checked = check_once(read_telemetry(spark, CLIENT_REQUESTS, path, position=True),
-                             out / "quarantine" / CLIENT_REQUESTS.name, input_order())
+                             out / "quarantine" / CLIENT_REQUESTS.name)
         counts = checked.counts
 
     factors, decision_rows = _factor_table(storage_decisions)
     with ctx.progress.step("clients: measuring rates and throttle times"):
-        requests = checked.used.withColumn("config_id", F.lit(0).cast("long"))
+        requests = (checked.used.withColumnRenamed(FILE_ID, "_file").withColumnRenamed(POSITION, "_row")
+                    .withColumn("config_id", F.lit(0).cast("long")))
         keys = resolve_quotas(requests, quota_table(spark, {0: config}), storage_combined).persist()
         try:
             decisions = evaluate_requests(requests, keys, settings, factors)

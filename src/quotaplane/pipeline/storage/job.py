@@ -28,7 +28,8 @@ VOLUMES_PLOTTED = 6
 
 
 def _read(ctx: RunContext) -> tuple[dict[str, DataFrame], list[ReadCounts], list[CheckedInput]]:
-    """Check each input once (cached), write its quarantine if any; absent inputs are empty."""
+    """Check each input in one scan (`check_once`), write its quarantine if any; absent inputs are
+    empty."""
     used: dict[str, DataFrame] = {}
     counts: list[ReadCounts] = []
     checked: list[CheckedInput] = []
@@ -46,8 +47,10 @@ def _read(ctx: RunContext) -> tuple[dict[str, DataFrame], list[ReadCounts], list
 
 def _decide(ctx: RunContext, config: StorageConfig, inputs: dict[str, DataFrame], table: str,
             keep_observations: bool) -> tuple[DataFrame, DataFrame | None]:
-    # the round rows are computed once: the strimzi dialect and the observations table reuse them
-    ev = evaluate(config, inputs["volumes"], inputs["membership"], inputs["collection_errors"], persist=True)
+    # with the observations table, the keyed round rows are cached: both writes read them (a
+    # comparison run writes only its decisions, which read them once)
+    ev = evaluate(config, inputs["volumes"], inputs["membership"], inputs["collection_errors"],
+                  persist=keep_observations)
     try:
         ev.decisions.write.mode("overwrite").parquet(str(ctx.out_dir / table))
         if keep_observations:

@@ -70,10 +70,11 @@ def _unified(volumes: DataFrame, membership: DataFrame, errors: DataFrame) -> Da
 
 def keyed_rows(volumes: DataFrame, membership: DataFrame, errors: DataFrame, interval_ms: int) -> DataFrame:
     """One row per (round, kind, broker, log dir): the three inputs shuffled once by `ROUND`, then
-    one hash aggregation per key, so that rows of one kind, broker and log dir in a round count
-    once. A volume keeps its counted observation (latest `ts`, then fewest available, then fewest
-    total bytes); a round's errors keep the earliest (`ts`, `reason`) as `err`; `ts` is the key's
-    latest time. Every later aggregation keys on `ROUND` plus more columns: no further shuffle."""
+    aggregated per key (a sort aggregation: its buffers hold structs), so that rows of one kind,
+    broker and log dir in a round count once. A volume keeps its counted observation (latest `ts`,
+    then fewest available, then fewest total bytes); a round's errors keep the earliest (`ts`,
+    `reason`) as `err`; `ts` is the key's latest time. Every later aggregation keys on `ROUND`
+    plus more columns: no further shuffle."""
     rows = _unified(volumes, membership, errors).transform(with_round(interval_ms)).repartition(*ROUND)
     newest = F.min(F.struct((-F.col("ts")).alias("neg_ts"), "available_bytes", "total_bytes"))
     # broker before kind: the aggregation's sort order then also serves `broker_summary`
