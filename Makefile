@@ -27,7 +27,7 @@ bench: $(STAMP)
 
 # The bundled example on a loopback standalone master with two workers must decide like local[*].
 cluster-check: $(STAMP)
-	$(BIN)/python -m quotaplane.pipeline.cluster_check standalone
+	$(BIN)/python -m tests.support.cluster_check standalone
 
 check-prereqs:
 	@sh scripts/check-prereqs.sh "$(PYTHON)"

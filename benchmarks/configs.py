@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.tiers import SCENARIO, Tier
-from quotaplane.pipeline.stage import RunConfigs
+from quotaplane.core.policy import RunConfigs
 from quotaplane.sim import resolve
 from quotaplane.sim.model import ROLE_ADMIN, ROLE_PRODUCER, ClusterModel
 

@@ -21,11 +21,10 @@ class InputSpec:
 
 @dataclass(frozen=True)
 class PolicySpec:
-    """A policy pipeline: `stage_module.run_stage(ctx)`, its `RunConfigs` field and its inputs
+    """A policy pipeline: the registered policy `name`, its `RunConfigs` field and its inputs
     (the first is the main one: the reference engine's prefix is cut on its time column)."""
 
     name: str
-    stage_module: str
     config_field: str
     inputs: tuple[InputSpec, ...]
     grouping: str  # what the policy evaluates per, for the docs
@@ -51,22 +50,22 @@ METER_TICK_MS = 5_000  # the bytes-in meter's tick
 
 POLICIES: dict[str, PolicySpec] = {p.name: p for p in (
     PolicySpec(
-        "storage", "quotaplane.pipeline.storage.job", "storage",
+        "storage", "storage",
         (InputSpec("volumes", "ts", ("cluster", "poll_id"), "available_bytes", _round_ms),
          InputSpec("membership", "ts", ("cluster", "poll_id"), "broker_id", _round_ms),
          InputSpec("collection_errors", "ts", ("cluster", "poll_id"), "poll_id", _round_ms)),
         "collection round (cluster, poll id)"),
     PolicySpec(
-        "clients", "quotaplane.pipeline.clients.job", "client_quotas",
+        "clients", "client_quotas",
         (InputSpec("client_requests", "ts_ms", ("broker_id", "quota_type", "user", "client_id"), "value",
                    lambda _: SAMPLE_MS),),
         "broker, quota type, user and client id, per 1 s sample"),
     PolicySpec(
-        "topics", "quotaplane.pipeline.topics.job", "topics",
+        "topics", "topics",
         (InputSpec("topic_requests", "ts_ms", ("broker_id", "topic"), "bytes", lambda _: METER_TICK_MS),),
         "broker and topic, per 5 s meter tick"),
     PolicySpec(
-        "backlog", "quotaplane.pipeline.backlog.job", "backlog_policies",
+        "backlog", "backlog_policies",
         (InputSpec("backlog_snapshots", "ts_ms", ("topic",), "backlog_size_bytes", _backlog_tick_ms),),
         "topic, per check tick"),
 )}

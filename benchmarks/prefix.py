@@ -23,7 +23,7 @@ import pyarrow.dataset as ds
 
 from benchmarks.datasets import Dataset
 from benchmarks.policies import PolicySpec
-from quotaplane.pipeline.stage import find_input
+from quotaplane.core.policy import find_input
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -39,10 +39,10 @@ def _write_lines(path: Path, rows: Iterable[dict[str, Any]]) -> int:
 
 def run_storage(config: Path, files: dict[str, Path], out: Path, phases: Phases) -> int:
     """Rounds of the whole history (`group_rounds`), then `evaluate_rounds`, one line per decision row."""
-    from quotaplane.config.storage import load_storage_config
-    from quotaplane.policies.storage.readers import read_jsonl
-    from quotaplane.policies.storage.rounds import evaluate_rounds, group_rounds
-    from quotaplane.telemetry.storage import COLLECTION_ERRORS, MEMBERSHIP, VOLUMES
+    from quotaplane.storage.config import load_storage_config
+    from quotaplane.storage.engine.readers import read_jsonl
+    from quotaplane.storage.engine.rounds import evaluate_rounds, group_rounds
+    from quotaplane.storage.records import COLLECTION_ERRORS, MEMBERSHIP, VOLUMES
 
     cfg = load_storage_config(config)
 
@@ -59,10 +59,10 @@ def run_storage(config: Path, files: dict[str, Path], out: Path, phases: Phases)
 
 def run_clients(config: Path, files: dict[str, Path], out: Path, phases: Phases) -> int:
     """As `quotaplane clients evaluate --quotas C --requests R` (no storage callback)."""
-    from quotaplane.commands.clients import OUTPUT_FIELDS
-    from quotaplane.config.clients import load_client_quotas, settings_from_properties
-    from quotaplane.policies.clients.engine import ClientQuotaEngine
-    from quotaplane.telemetry.clients import read_requests_jsonl
+    from quotaplane.clients.cli import OUTPUT_FIELDS
+    from quotaplane.clients.config import load_client_quotas, settings_from_properties
+    from quotaplane.clients.engine.evaluate import ClientQuotaEngine
+    from quotaplane.clients.records import read_requests_jsonl
 
     quotas = load_client_quotas(config)
     settings = settings_from_properties({}, storage_combined=False)
@@ -80,9 +80,9 @@ def run_clients(config: Path, files: dict[str, Path], out: Path, phases: Phases)
 
 def run_topics(config: Path, files: dict[str, Path], out: Path, phases: Phases) -> int:
     """As `quotaplane topics evaluate --config C --requests R`."""
-    from quotaplane.config.topics import load_topics_config
-    from quotaplane.policies.topics.engine import evaluate
-    from quotaplane.policies.topics.requests import read_requests
+    from quotaplane.topics.config import load_topics_config
+    from quotaplane.topics.engine.evaluate import evaluate
+    from quotaplane.topics.engine.requests import read_requests
 
     cfg = load_topics_config(config)
     requests = _timed(phases, "load", lambda: read_requests(files["topic_requests"]))
@@ -92,9 +92,9 @@ def run_topics(config: Path, files: dict[str, Path], out: Path, phases: Phases) 
 
 def run_backlog(config: Path, files: dict[str, Path], out: Path, phases: Phases) -> int:
     """As `quotaplane backlog evaluate --policies C --snapshots S`."""
-    from quotaplane.config.backlog import load_backlog_policies
-    from quotaplane.policies.backlog.evaluate import evaluate
-    from quotaplane.policies.backlog.reader import read_snapshots
+    from quotaplane.backlog.config import load_backlog_policies
+    from quotaplane.backlog.engine.evaluate import evaluate
+    from quotaplane.backlog.engine.reader import read_snapshots
 
     policies = load_backlog_policies(config)
     snapshots = _timed(phases, "load", lambda: read_snapshots(files["backlog_snapshots"]))

@@ -30,7 +30,7 @@ from benchmarks import docs, machine, prefix, results, stages
 from benchmarks.datasets import DATA_DIR, Dataset, ensure, scale_label
 from benchmarks.policies import POLICIES, PolicySpec, parse_policies
 from benchmarks.tiers import QUICK, TIERS, Tier, quick
-from quotaplane.pipeline.stage import RunConfigs
+from quotaplane.core.policy import RunConfigs
 
 HERE = Path(__file__).resolve().parent
 WORK_DIR = HERE / "work"
@@ -258,7 +258,7 @@ def run_benchmarks(opts: Options, spark: Any | None = None, stream: TextIO | Non
     log = Log(stream)
     own = spark is None
     if spark is None:
-        from quotaplane.pipeline.session import build_session
+        from quotaplane.core.spark.session import build_session
 
         log(f"starting Spark ({opts.master}, driver memory {opts.driver_memory})")
         spark = build_session(master=opts.master, app_name="quotaplane-bench",

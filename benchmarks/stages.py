@@ -16,7 +16,6 @@ key and time bucket, aggregate, write Parquet); its time is the sum.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,8 @@ from benchmarks.baseline import bare_job
 from benchmarks.datasets import Dataset
 from benchmarks.measure import measure
 from benchmarks.policies import PolicySpec
-from quotaplane.pipeline.stage import Progress, RunConfigs, RunContext, StageResult, find_input
+from quotaplane.core.policy import Outputs, Progress, RunConfigs, StageContext, StageResult, find_input
+from quotaplane.registry import policy as registered
 
 REPORT_STEP = "report"  # a progress step whose label has this word builds the report, not decisions
 
@@ -114,21 +114,20 @@ def warm_page_cache(dataset: Dataset, policy: PolicySpec) -> None:
 def run_stage(spark: SparkSession, policy: PolicySpec, dataset: Dataset, configs: RunConfigs, out: Path,
               repeat: int = 1) -> StageRun:
     """Run the policy's stage `repeat` times (a fresh context each time); the fastest run's times."""
-    module = importlib.import_module(policy.stage_module)
-    config = getattr(configs, policy.config_field)
+    stage = registered(policy.name)
+    config = stage.load_config(RunConfigs(**{policy.config_field: getattr(configs, policy.config_field)}))
+    if config is None or find_input(dataset.path, stage.inputs[0].name) is None:
+        raise RuntimeError(f"the {policy.name} stage cannot run on {dataset.path} "
+                           "(its input or configuration is missing)")
     best: StageRun | None = None
     for _ in range(repeat):
         progress = Progress(stream=None)
-        ctx = RunContext(spark=spark, telemetry_dir=dataset.path, out_dir=out,
-                         configs=RunConfigs(**{policy.config_field: config}), registry=CollectorRegistry(),
-                         progress=progress)
+        ctx = StageContext(spark=spark, telemetry_dir=dataset.path, out_dir=out, registry=CollectorRegistry(),
+                           progress=progress)
         with JvmHeapPeak(spark) as heap:
-            result, timing = measure(lambda ctx=ctx: module.run_stage(ctx))
-        ctx.shared.clear()
+            result, timing = measure(lambda ctx=ctx: stage.run_stage(ctx, config, Outputs()))
         spark.catalog.clearCache()  # what a stage leaves cached must not weigh on the next measurement
-        if not isinstance(result, StageResult):
-            raise RuntimeError(f"the {policy.name} stage did not run on {dataset.path} "
-                               "(its input or configuration is missing)")
+        assert isinstance(result, StageResult)
         steps = dict(progress.timings)
         decisions = sum(s for label, s in steps.items() if REPORT_STEP not in label)
         run = StageRun(timing.seconds, decisions, steps, timing.peak_rss_bytes, heap.heap_bytes,

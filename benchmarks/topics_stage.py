@@ -22,10 +22,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from prometheus_client import CollectorRegistry
 
-from quotaplane.config.topics import parse_topics_config
-from quotaplane.pipeline.stage import Progress, RunConfigs, RunContext
-from quotaplane.pipeline.topics.job import run_stage
-from quotaplane.pipeline.topics.kernel import evaluate_broker
+from quotaplane.core.policy import Outputs, Progress, RunConfigs, StageContext
+from quotaplane.topics.config import parse_topics_config
+from quotaplane.topics.engine.kernel import evaluate_broker
+from quotaplane.topics.policy import TopicsPolicy
 
 T0 = 1_767_225_600_000
 HOUR_MS = 3_600_000
@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=400)
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
-    from quotaplane.pipeline.session import build_session
+    from quotaplane.core.spark.session import build_session
 
     work = Path(tempfile.mkdtemp(prefix="topics-bench-"))
     df = generate(args.requests, args.brokers, args.topics)
@@ -82,11 +82,13 @@ def main() -> None:
     print(f"kernel only: {len(df):,} requests in {kernel:.2f}s = {len(df) / kernel:,.0f} rows/s")
 
     spark = build_session(master=args.master)
-    ctx = RunContext(spark=spark, telemetry_dir=work / "telemetry", out_dir=work / "out",
-                     configs=RunConfigs(topics=config_path), registry=CollectorRegistry(),
-                     progress=Progress())
+    ctx = StageContext(spark=spark, telemetry_dir=work / "telemetry", out_dir=work / "out",
+                       registry=CollectorRegistry(), progress=Progress())
+    policy = TopicsPolicy()
+    config = policy.load_config(RunConfigs(topics=config_path))
+    assert config is not None
     start = time.perf_counter()
-    result = run_stage(ctx)
+    result = policy.run_stage(ctx, config, Outputs())
     stage = time.perf_counter() - start
     assert result is not None
     print(f"stage ({args.master}): {len(df):,} requests in {stage:.1f}s = {len(df) / stage:,.0f} rows/s")

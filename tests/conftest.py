@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
     """The one local SparkSession shared by every Spark test (2 cores, small shuffles)."""
-    from quotaplane.pipeline.session import build_session
+    from quotaplane.core.spark.session import build_session
 
     session = build_session(
         master="local[2]",

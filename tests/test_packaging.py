@@ -5,7 +5,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from quotaplane.pipeline.session import package_zip
+from quotaplane.core.spark.session import package_zip
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "quotaplane"
 

@@ -1,30 +1,23 @@
 """The `quotaplane` command.
 
-Each command group lives in its own module under `quotaplane.commands` and exposes
-`register(subparsers)`, which adds its sub-command(s) and sets `func(args) -> int` on them.
-Exit codes: 0 success, 2 bad configuration or input (one error per line on stderr), 1 anything else.
+`run` (the Spark pipeline), `simulate` (telemetry), `config check` (storage configuration), and per
+policy `quotaplane <policy> evaluate` (one generic flow, `quotaplane.core.commands`) plus the
+policy's own verbs. Exit codes: 0 success, 2 bad configuration or input (one error per line on
+stderr), 1 anything else.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 
-from quotaplane import __version__
-from quotaplane.errors import ConfigError, ConfigErrors, InputError, QuotaplaneError
-
-# Command modules, in the order they are listed by `quotaplane --help`.
-COMMAND_MODULES: tuple[str, ...] = (
-    "quotaplane.commands.config_check",
-    "quotaplane.commands.storage",
-    "quotaplane.commands.run",
-    "quotaplane.commands.backlog",
-    "quotaplane.commands.topics",
-    "quotaplane.commands.simulate",
-    "quotaplane.commands.clients",
-)
+from quotaplane import __version__, run_command
+from quotaplane.core.commands import register_policy
+from quotaplane.core.errors import ConfigError, ConfigErrors, InputError, QuotaplaneError
+from quotaplane.registry import POLICIES
+from quotaplane.sim import cli as simulate_command
+from quotaplane.storage.cli import register_config_check
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,8 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"quotaplane {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    register_config_check(sub)
+    run_command.register(sub)
+    simulate_command.register(sub)
+    for policy in POLICIES:
+        register_policy(sub, policy)
     return parser
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from quotaplane.config.backlog import parse_backlog_policies
-from quotaplane.policies.backlog.model import ResolvedQuotas, Snapshot
+from quotaplane.backlog.config import parse_backlog_policies
+from quotaplane.backlog.engine.model import ResolvedQuotas, Snapshot
 
 TOPIC = "persistent://t/ns/a"
 

@@ -9,11 +9,11 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from quotaplane.config.backlog import BacklogPolicies
-from quotaplane.pipeline.backlog.transform import checks_of, decided_rows, derive, evictions_of
-from quotaplane.policies.backlog.evaluate import evaluate
-from quotaplane.policies.backlog.model import Snapshot
-from quotaplane.policies.backlog.stats import namespace_metrics, partitioned_stats, topic_metrics, topic_stats
+from quotaplane.backlog.config import BacklogPolicies
+from quotaplane.backlog.engine.evaluate import evaluate
+from quotaplane.backlog.engine.model import Snapshot
+from quotaplane.backlog.engine.stats import namespace_metrics, partitioned_stats, topic_metrics, topic_stats
+from quotaplane.backlog.spark.evaluate import checks_of, decided_rows, derive, evictions_of
 
 CHECK_FIELDS = ("ts_ms", "topic", "namespace", "partitioned_topic", "backlog_size_bytes", "backlog_entries",
                 "backlog_age_seconds", "oldest_subscription", "size_limit", "time_limit", "size_policy",

@@ -7,8 +7,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from quotaplane.config.backlog import RETENTION_POLICIES, BacklogPolicies, BrokerSettings, Quota, QuotaSet
-from quotaplane.policies.backlog.model import Snapshot
+from quotaplane.backlog.config import RETENTION_POLICIES, BacklogPolicies, BrokerSettings, Quota, QuotaSet
+from quotaplane.backlog.engine.model import Snapshot
 
 TIME_LIMITS = (-1, 0, 1, 5, 60)
 SIZE_LIMITS = (-1, 0, 100, 1000)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from quotaplane.policies.backlog.checks import (
+from quotaplane.backlog.engine.checks import (
     action_of,
     age_base_ms,
     age_seconds,
@@ -12,7 +12,7 @@ from quotaplane.policies.backlog.checks import (
     size_exceeded,
     time_exceeded,
 )
-from quotaplane.policies.backlog.oldest import oldest_subscription
+from quotaplane.backlog.engine.oldest import oldest_subscription
 from tests.backlog.builders import quotas, snap
 
 

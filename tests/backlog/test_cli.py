@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from quotaplane import cli
+from quotaplane.registry import POLICIES as REGISTERED
 
 ROWS = [
     {"ts_ms": 200_000, "topic": "persistent://t/ns/b", "subscription": "s", "backlog_size_bytes": 5000,
@@ -35,7 +36,9 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_the_command_is_registered() -> None:
-    assert "quotaplane.commands.backlog" in cli.COMMAND_MODULES
+    assert "backlog" in [p.name for p in REGISTERED]
+    assert "evaluate" in cli.build_parser().parse_args(
+        ["backlog", "evaluate", "--policies", "p", "--snapshots", "s"]).backlog_command
 
 
 def test_evaluate_prints_one_line_per_tick_and_topic(files, capsys, tmp_path: Path) -> None:

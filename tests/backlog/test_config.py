@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from quotaplane.config.backlog import BrokerSettings, load_backlog_policies, parse_backlog_policies
-from quotaplane.errors import ConfigError, ConfigErrors
-from quotaplane.policies.backlog.resolve import resolve
+from quotaplane.backlog.config import BrokerSettings, load_backlog_policies, parse_backlog_policies
+from quotaplane.backlog.engine.resolve import resolve
+from quotaplane.core.errors import ConfigError, ConfigErrors
 from tests.backlog.builders import policies
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from quotaplane.telemetry.backlog import BACKLOG_SNAPSHOTS
+from quotaplane.backlog.records import BACKLOG_SNAPSHOTS
 from tests.backlog.compare import as_strings, collect_all, reference_outputs, spark_frames
 from tests.backlog.strategies import fleet, with_precise
 

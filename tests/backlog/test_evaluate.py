@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from quotaplane.policies.backlog.evaluate import evaluate
-from quotaplane.policies.backlog.stats import (
+from quotaplane.backlog.engine.evaluate import evaluate
+from quotaplane.backlog.engine.stats import (
     broker_evictions,
     namespace_metrics,
     partitioned_stats,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from quotaplane.policies.backlog.eviction import (
+from quotaplane.backlog.engine.eviction import (
     entries_to_skip,
     eviction_target,
     java_int,
@@ -12,7 +12,7 @@ from quotaplane.policies.backlog.eviction import (
     size_eviction,
     time_evictions,
 )
-from quotaplane.policies.backlog.model import Eviction
+from quotaplane.backlog.engine.model import Eviction
 from tests.backlog.builders import snap
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from quotaplane.metrics.backlog import BacklogMetrics, register
-from quotaplane.metrics.exposition import render
-from quotaplane.policies.backlog.stats import TopicMetrics
+from quotaplane.backlog.engine.stats import TopicMetrics
+from quotaplane.backlog.metrics import BacklogMetrics
+from quotaplane.core.exposition import render
 
 TOPICS = [TopicMetrics("t/ns", "persistent://t/ns/a", 10, 5, 100, 60, 1, 2),
           TopicMetrics("t/ns", "persistent://t/ns/b", 20, -1, -1, -1, 0, 3)]
@@ -15,7 +15,7 @@ A = 'cluster="c1",namespace="t/ns",topic="persistent://t/ns/T"'
 
 def _render(topic_level: bool, durations: list[float]) -> str:
     registry = CollectorRegistry()
-    register(registry, BacklogMetrics("c1", topic_level, TOPICS, durations))
+    registry.register(BacklogMetrics("c1", topic_level, TOPICS, durations))
     return render(registry)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 
-from quotaplane.policies.backlog.evaluate import evaluate
+from quotaplane.backlog.engine.evaluate import evaluate
 from tests.backlog.strategies import fleet
 
 

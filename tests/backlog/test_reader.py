@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from quotaplane.errors import InputError
-from quotaplane.policies.backlog.reader import parse_snapshots
-from quotaplane.policies.backlog.topic_names import is_topic_name, namespace_of, partition_index
+from quotaplane.backlog.engine.reader import parse_snapshots
+from quotaplane.backlog.names import is_topic_name, namespace_of, partition_index
+from quotaplane.core.errors import InputError
 
 GOOD = {"ts_ms": 1000, "topic": "persistent://t/ns/a", "subscription": "s", "backlog_size_bytes": 10,
         "backlog_entries": 1, "oldest_unacked_publish_ts_ms": 500}

@@ -6,14 +6,16 @@ import json
 from pathlib import Path
 
 import pytest
-from prometheus_client import CollectorRegistry
 
-from quotaplane.metrics.exposition import render
-from quotaplane.pipeline.backlog.inputs import read_snapshots
-from quotaplane.pipeline.backlog.job import run_stage
-from quotaplane.pipeline.stage import Progress, RunConfigs, RunContext
-from quotaplane.report.html import render_report
-from quotaplane.telemetry.backlog import DUPLICATE_REASON, PARENT_CONFLICT_REASON
+from quotaplane.backlog.policy import BacklogPolicy
+from quotaplane.backlog.records import DUPLICATE_REASON, PARENT_CONFLICT_REASON
+from quotaplane.backlog.spark.reader import read_snapshots
+from quotaplane.core.errors import InputError
+from quotaplane.core.exposition import render
+from quotaplane.core.policy import RunConfigs
+from quotaplane.core.report import render_report
+from quotaplane.core.runner import run_pipeline
+from tests.support.stages import run_policy_stage
 
 A, B = "persistent://t/ns/a", "persistent://t/ns/b"
 GOOD = {"ts_ms": 100_000, "topic": A, "subscription": "s", "backlog_size_bytes": 5000, "backlog_entries": 50,
@@ -55,10 +57,9 @@ def test_group_rules_quarantine_every_row_of_the_group(spark, telemetry: Path) -
 @pytest.mark.spark
 def test_the_stage_writes_tables_metrics_and_report(spark, telemetry: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    ctx = RunContext(spark, telemetry, out, RunConfigs(backlog_policies=tmp_path / "policies.json"),
-                     CollectorRegistry(), Progress(None))
-    result = run_stage(ctx)
-    assert result is not None and result.name == "backlog"
+    ctx, result, _ = run_policy_stage(spark, BacklogPolicy(), telemetry, out,
+                                      RunConfigs(backlog_policies=tmp_path / "policies.json"))
+    assert result.name == "backlog"
     s = result.summary
     assert (s["checks"], s["ticks"], s["topics"], s["size_exceeded"], s["size_evictions"]) == (2, 2, 1, 2, 2)
     assert s["input"] == {"input": str(telemetry / "backlog_snapshots.jsonl"), "read": 8, "used": 3,
@@ -77,14 +78,14 @@ def test_the_stage_writes_tables_metrics_and_report(spark, telemetry: Path, tmp_
     assert 'pulsar_storage_backlog_quota_exceeded_evictions_total{cluster="c1",namespace="t/ns",' \
            'quota_type="size",topic="persistent://t/ns/a"} 2.0' in text
     assert 'pulsar_storage_backlog_quota_check_duration_seconds_count{cluster="c1"} 1.0' in text
-    assert ctx.shared["backlog_checks"].count() == 2
     html = render_report("r", "s", result.sections)
     assert "Backlog age against its limit" in html and "Who holds the oldest message" in html
     assert "data:image/png;base64" in html
 
 
 def test_the_stage_does_not_run_without_its_input_or_policies(tmp_path: Path) -> None:
-    ctx = RunContext(None, tmp_path, tmp_path / "out", RunConfigs(), CollectorRegistry(), Progress(None))
-    assert run_stage(ctx) is None
-    (tmp_path / "backlog_snapshots.jsonl").write_text("")
-    assert run_stage(ctx) is None
+    assert BacklogPolicy().load_config(RunConfigs()) is None
+    (tmp_path / "policies.json").write_text("{}")
+    with pytest.raises(InputError, match="no policy could run"):
+        run_pipeline(tmp_path, RunConfigs(backlog_policies=tmp_path / "policies.json"), tmp_path / "out",
+                     [BacklogPolicy()], spark=object(), stream=None)

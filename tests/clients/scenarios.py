@@ -8,11 +8,11 @@ from dataclasses import dataclass
 import pandas as pd
 from hypothesis import strategies as st
 
-from quotaplane.policies.clients.engine import ClientRequest
-from quotaplane.policies.clients.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
-from quotaplane.policies.clients.quota_types import CONFIG_KEY, QUOTA_TYPES, REQUEST
-from quotaplane.policies.clients.settings import MUTATION_MODES, ClientQuotaSettings
-from quotaplane.policies.clients.storage_factor import StorageDecision
+from quotaplane.clients.engine.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
+from quotaplane.clients.engine.evaluate import ClientRequest
+from quotaplane.clients.engine.quota_types import CONFIG_KEY, QUOTA_TYPES, REQUEST
+from quotaplane.clients.engine.settings import MUTATION_MODES, ClientQuotaSettings
+from quotaplane.clients.engine.storage_factor import StorageDecision
 
 USERS = ("u1", "u2", "<default>")  # a user literally named "<default>" is not the default entity
 CLIENTS = ("c1", "c2", "")

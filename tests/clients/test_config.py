@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from quotaplane.config.clients import (
+from quotaplane.clients.config import (
     load_client_quotas,
     load_settings,
     parse_client_quotas,
@@ -15,8 +15,8 @@ from quotaplane.config.clients import (
     parse_describe_output,
     settings_from_properties,
 )
-from quotaplane.errors import ConfigError, ConfigErrors
-from quotaplane.policies.clients.entities import DEFAULT, QuotaEntity
+from quotaplane.clients.engine.entities import DEFAULT, QuotaEntity
+from quotaplane.core.errors import ConfigError, ConfigErrors
 
 
 def errors_of(text: str) -> list[str]:

@@ -15,12 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from quotaplane.pipeline.clients.aggregate import interval_rows, standing_rows
-from quotaplane.pipeline.clients.evaluate import FactorTable, evaluate_requests
-from quotaplane.pipeline.clients.resolve import quota_table, resolve_quotas
-from quotaplane.policies.clients.engine import ClientQuotaEngine
-from quotaplane.policies.clients.intervals import aggregate_intervals, aggregate_standing
-from quotaplane.policies.clients.storage_factor import FactorTimeline, StorageDecision
+from quotaplane.clients.engine.evaluate import ClientQuotaEngine
+from quotaplane.clients.engine.intervals import aggregate_intervals, aggregate_standing
+from quotaplane.clients.engine.storage_factor import FactorTimeline, StorageDecision
+from quotaplane.clients.spark.evaluate import FactorTable, evaluate_requests
+from quotaplane.clients.spark.intervals import interval_rows, standing_rows
+from quotaplane.clients.spark.resolution import quota_table, resolve_quotas
 from tests.clients.scenarios import (
     Scenario,
     configs,
@@ -112,8 +112,8 @@ def test_reference_and_spark_agree(spark, scenarios, settings_, decisions) -> No
 
 @pytest.mark.spark
 def test_quota_value_column_is_absent_when_disabled(spark) -> None:
-    from quotaplane.policies.clients.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
-    from quotaplane.policies.clients.settings import ClientQuotaSettings
+    from quotaplane.clients.engine.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
+    from quotaplane.clients.engine.settings import ClientQuotaSettings
 
     requests = spark.createDataFrame([(0, 0, 1, "u", "c", "produce", 1.0, 0, 0)], INPUT_SCHEMA)
     config = ClientQuotaConfig({QuotaEntity(DEFAULT, None): {"producer_byte_rate": 5.0}})

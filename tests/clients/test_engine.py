@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from quotaplane.policies.clients.engine import ClientQuotaEngine, ClientRequest, value_units
-from quotaplane.policies.clients.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
-from quotaplane.policies.clients.settings import PERMISSIVE, ClientQuotaSettings
-from quotaplane.policies.clients.storage_factor import FactorTimeline, StorageDecision
+from quotaplane.clients.engine.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
+from quotaplane.clients.engine.evaluate import ClientQuotaEngine, ClientRequest, value_units
+from quotaplane.clients.engine.settings import PERMISSIVE, ClientQuotaSettings
+from quotaplane.clients.engine.storage_factor import FactorTimeline, StorageDecision
 
 T0 = 1_767_225_600_000
 

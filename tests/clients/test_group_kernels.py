@@ -12,13 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quotaplane.pipeline.clients import kernels
-from quotaplane.pipeline.clients.evaluate import FactorTable, group_function
-from quotaplane.policies.clients.engine import ClientQuotaEngine, ClientRequest
-from quotaplane.policies.clients.quota_types import QUOTA_TYPES
-from quotaplane.policies.clients.resolution import QuotaResolver
-from quotaplane.policies.clients.settings import ClientQuotaSettings
-from quotaplane.policies.clients.storage_factor import FactorTimeline, StorageDecision
+from quotaplane.clients.engine import kernels
+from quotaplane.clients.engine.evaluate import ClientQuotaEngine, ClientRequest
+from quotaplane.clients.engine.quota_types import QUOTA_TYPES
+from quotaplane.clients.engine.resolution import QuotaResolver
+from quotaplane.clients.engine.settings import ClientQuotaSettings
+from quotaplane.clients.engine.storage_factor import FactorTimeline, StorageDecision
+from quotaplane.clients.spark.evaluate import FactorTable, group_function
 from tests.clients.scenarios import (
     configs,
     decision_lists,
@@ -106,7 +106,7 @@ def test_group_code_agrees_with_the_reference(config, settings_, requests, decis
 def test_long_single_groups_agree(settings_, gaps, values, bound) -> None:
     """Busy sharing groups (three users) per type: long runs through many samples, purges and
     unrecords, several groups per call."""
-    from quotaplane.policies.clients.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
+    from quotaplane.clients.engine.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
 
     config = ClientQuotaConfig({QuotaEntity(DEFAULT, None): {
         "producer_byte_rate": bound, "consumer_byte_rate": bound, "request_percentage": bound / 100,
@@ -149,7 +149,7 @@ def test_factor_in_force_is_the_last_decision_at_or_before() -> None:
 
 def test_groups_too_far_apart_for_one_timeline_are_evaluated_one_by_one() -> None:
     """Times spanning 1e17 ms over many sharing groups would overflow the shifted timeline."""
-    from quotaplane.policies.clients.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
+    from quotaplane.clients.engine.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
 
     config = ClientQuotaConfig({QuotaEntity(DEFAULT, DEFAULT): {"producer_byte_rate": 100.0,
                                                                 "consumer_byte_rate": 100.0}})
@@ -160,7 +160,7 @@ def test_groups_too_far_apart_for_one_timeline_are_evaluated_one_by_one() -> Non
 
 def test_several_throttled_fetch_groups_in_one_call() -> None:
     """Each sharing group records its own throttled fetches back out, wherever it sits in the call."""
-    from quotaplane.policies.clients.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
+    from quotaplane.clients.engine.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
 
     config = ClientQuotaConfig({QuotaEntity(DEFAULT, None): {"consumer_byte_rate": 1000.0}})
     requests = []

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from quotaplane.metrics import clients as client_metrics
-from quotaplane.metrics.exposition import render
-from quotaplane.report.clients import build_sections
-from quotaplane.report.html import render_report
+from quotaplane.clients import metrics as client_metrics
+from quotaplane.clients.report import ClientsReportData, build_sections
+from quotaplane.core.exposition import render
+from quotaplane.core.report import render_report
 
 LATEST = [
     {"broker_id": 1, "quota_type": "produce", "user": "etl", "client_id": "", "rate": 1500.0,
@@ -35,7 +35,7 @@ TOTALS = [
 
 def rendered(value_metric: bool) -> str:
     registry = CollectorRegistry()
-    client_metrics.register(registry, LATEST, TOTALS, value_metric)
+    registry.register(client_metrics.ClientMetrics(LATEST, TOTALS, value_metric))
     return render(registry)
 
 
@@ -85,9 +85,9 @@ def test_report_sections() -> None:
                            "base": 1000.0, "quota_limit_min": 500.0, "factor_intervals": 2,
                            "throttled_under_factor": 3}],
                "static_produce": None}
-    sections = build_sections(TOTALS, summary, intervals, storage)
+    sections = build_sections(ClientsReportData(TOTALS, summary, intervals, storage))
     assert [s.title for s in sections] == ["Kafka client quotas", "Client throttling over time",
                                            "Storage throttle factor and client produce limits"]
     html = render_report("t", "s", sections)
     assert "Furthest over their quota" in html and "b1 produce etl/—" in html
-    assert build_sections(TOTALS[1:], summary, [], None)[-1].title == "Kafka client quotas"
+    assert build_sections(ClientsReportData(TOTALS[1:], summary, [], None))[-1].title == "Kafka client quotas"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from quotaplane.policies.clients.entities import DEFAULT, ClientQuotaConfig, QuotaEntity, level_entity
-from quotaplane.policies.clients.resolution import QuotaResolver, Tags
+from quotaplane.clients.engine.entities import DEFAULT, ClientQuotaConfig, QuotaEntity, level_entity
+from quotaplane.clients.engine.resolution import QuotaResolver, Tags
 
 P = "producer_byte_rate"
 

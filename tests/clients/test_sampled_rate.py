@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from quotaplane.policies.clients.sampled_rate import SampledRate
+from quotaplane.clients.engine.sampled_rate import SampledRate
 
 
 def test_the_kafka_test_vector() -> None:

@@ -6,19 +6,23 @@ import json
 from pathlib import Path
 
 import pytest
-from prometheus_client import CollectorRegistry
 from pyspark.sql import functions as F
 
-from quotaplane.config.clients import load_client_quotas
-from quotaplane.metrics.exposition import render
-from quotaplane.pipeline.clients import job
-from quotaplane.pipeline.stage import Progress, RunConfigs, RunContext
-from quotaplane.policies.clients.engine import ClientQuotaEngine
-from quotaplane.policies.clients.settings import ClientQuotaSettings
-from quotaplane.policies.clients.storage_factor import FactorTimeline, StorageDecision
-from quotaplane.report.html import render_report
-from quotaplane.telemetry.clients import read_requests_jsonl
+from quotaplane.clients.config import load_client_quotas
+from quotaplane.clients.engine.evaluate import ClientQuotaEngine
+from quotaplane.clients.engine.settings import ClientQuotaSettings
+from quotaplane.clients.engine.storage_factor import FactorTimeline, StorageDecision
+from quotaplane.clients.policy import ClientsPolicy
+from quotaplane.clients.records import read_requests_jsonl
+from quotaplane.clients.spark import stage as job
+from quotaplane.core.errors import InputError
+from quotaplane.core.exposition import render
+from quotaplane.core.policy import Outputs, RunConfigs
+from quotaplane.core.report import render_report
+from quotaplane.core.runner import run_pipeline
+from quotaplane.storage.outputs import StorageDecisions
 from tests.clients.scenarios import same
+from tests.support.stages import run_policy_stage
 
 T0 = 1_767_225_600_000
 QUOTAS = [
@@ -77,11 +81,11 @@ def _decisions(spark):
 @pytest.mark.spark
 def test_stage_outputs_agree_with_the_reference(spark, stage_dirs) -> None:
     telemetry, out, configs = stage_dirs
-    registry = CollectorRegistry()
-    ctx = RunContext(spark=spark, telemetry_dir=telemetry, out_dir=out, configs=configs, registry=registry,
-                     progress=Progress(None), shared={"storage_decisions": _decisions(spark)})
-    result = job.run_stage(ctx)
-    assert result is not None and result.name == "clients"
+    given = Outputs()
+    given.provide(StorageDecisions(_decisions(spark)))
+    ctx, result, _ = run_policy_stage(spark, ClientsPolicy(), telemetry, out, configs, given)
+    registry = ctx.registry
+    assert result.name == "clients"
     counts = result.read_counts[0]
     assert (counts.read, counts.used, counts.quarantined) == (366, 363, 3)
     quarantine = spark.read.parquet(str(out / "quarantine" / "client_requests"))
@@ -134,11 +138,12 @@ def test_stage_outputs_agree_with_the_reference(spark, stage_dirs) -> None:
 
 
 def test_stage_skips_without_its_input_or_config(tmp_path: Path) -> None:
-    ctx = RunContext(spark=None, telemetry_dir=tmp_path, out_dir=tmp_path / "out",  # type: ignore[arg-type]
-                     configs=RunConfigs(), registry=CollectorRegistry(), progress=Progress(None))
-    assert job.run_stage(ctx) is None
-    (tmp_path / "client_requests.jsonl").write_text("")
-    assert job.run_stage(ctx) is None
+    assert ClientsPolicy().load_config(RunConfigs()) is None
+    quotas = tmp_path / "client-quotas.json"
+    quotas.write_text(json.dumps(QUOTAS))
+    with pytest.raises(InputError, match="no policy could run"):
+        run_pipeline(tmp_path, RunConfigs(client_quotas=quotas), tmp_path / "out", [ClientsPolicy()],
+                     spark=object(), stream=None)
 
 
 @pytest.mark.spark
@@ -161,11 +166,9 @@ def test_a_parquet_input_decides_like_its_json_lines_copy(spark, tmp_path: Path)
             (telemetry / "client_requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         else:  # small row groups: the row index must run on across them
             pd.DataFrame(rows).to_parquet(telemetry / "client_requests.parquet", row_group_size=16)
-        ctx = RunContext(spark=spark, telemetry_dir=telemetry, out_dir=tmp_path / f"out-{fmt}",
-                         configs=RunConfigs(client_quotas=quotas), registry=CollectorRegistry(),
-                         progress=Progress(None))
-        result = job.run_stage(ctx)
-        assert result is not None and result.read_counts[0].quarantined == 0
+        ctx, result, _ = run_policy_stage(spark, ClientsPolicy(), telemetry, tmp_path / f"out-{fmt}",
+                                          RunConfigs(client_quotas=quotas))
+        assert result.read_counts[0].quarantined == 0
         tables[fmt] = sorted(tuple(r) for r in spark.read.parquet(str(ctx.out_dir / job.DECISIONS_TABLE))
                              .collect())
     assert tables["parquet"] == tables["jsonl"] and len(tables["jsonl"]) == len(rows)

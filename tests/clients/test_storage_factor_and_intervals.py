@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from quotaplane.policies.clients.engine import ClientQuotaEngine, ClientRequest
-from quotaplane.policies.clients.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
-from quotaplane.policies.clients.intervals import (
+from quotaplane.clients.engine.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
+from quotaplane.clients.engine.evaluate import ClientQuotaEngine, ClientRequest
+from quotaplane.clients.engine.intervals import (
     aggregate_intervals,
     aggregate_standing,
     interval_start,
     standing_of,
 )
-from quotaplane.policies.clients.settings import ClientQuotaSettings
-from quotaplane.policies.clients.storage_factor import FactorTimeline, StorageDecision
+from quotaplane.clients.engine.settings import ClientQuotaSettings
+from quotaplane.clients.engine.storage_factor import FactorTimeline, StorageDecision
 
 
 def test_factor_before_the_first_decision_is_one() -> None:

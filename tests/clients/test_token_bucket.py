@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from quotaplane.policies.clients.token_bucket import TokenBucket
+from quotaplane.clients.engine.token_bucket import TokenBucket
 
 
 def test_the_javadoc_example() -> None:

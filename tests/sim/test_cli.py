@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from quotaplane.cli import main
-from quotaplane.pipeline.stage import INPUT_NAMES, find_input
+from quotaplane.core.policy import find_input
+from quotaplane.registry import all_inputs
 
 
 def test_writes_the_layout_the_pipeline_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -18,7 +19,7 @@ def test_writes_the_layout_the_pipeline_reads(tmp_path: Path, capsys: pytest.Cap
     assert code == 0
     out = capsys.readouterr().out
     assert "wrote" in out and "rows/s" in out
-    for name in INPUT_NAMES:
+    for name in (i.name for i in all_inputs()):
         path = find_input(tmp_path, name)
         assert path is not None and Path(path).name == name
         assert all(p.suffix == ".parquet" for p in Path(path).iterdir())

@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 
 from quotaplane.cli import main
-from quotaplane.config.properties import load_properties
+from quotaplane.core.properties import load_properties
 from quotaplane.sim.scenarios import BACKFILL_CLIENT, BACKFILL_TOPIC, FILL_BROKER, LEADER_BROKER
 
-ROOT = Path(__file__).resolve().parents[2] / "examples" / "replication-fill"
+ROOT = Path(__file__).resolve().parents[2] / "src" / "quotaplane" / "examples" / "replication-fill"
 TELEMETRY, CONFIG = ROOT / "telemetry", ROOT / "config"
 STATIC = "client.quota.callback.static."
 
@@ -165,10 +165,11 @@ def test_backlogs_over_size_and_over_age() -> None:
 
 
 def test_configs_load() -> None:
-    storage = pytest.importorskip("quotaplane.config.storage")
-    clients = pytest.importorskip("quotaplane.config.clients")
-    topics = pytest.importorskip("quotaplane.config.topics")
-    backlog = pytest.importorskip("quotaplane.config.backlog")
+    from quotaplane.backlog import config as backlog
+    from quotaplane.clients import config as clients
+    from quotaplane.storage import config as storage
+    from quotaplane.topics import config as topics
+
     assert storage.load_storage_config(CONFIG / "storage-cluster.properties").source == "cluster"
     assert storage.load_storage_config(CONFIG / "storage-local.properties").source == "local"
     assert clients.load_client_quotas(CONFIG / "client-quotas.json").quotas
@@ -178,20 +179,11 @@ def test_configs_load() -> None:
 
 @pytest.mark.spark
 def test_every_row_of_the_example_is_used(spark: object) -> None:
-    import contextlib
-    import importlib
+    from quotaplane.core.policy import find_input
+    from quotaplane.core.spark.readers import read_telemetry
+    from quotaplane.registry import all_inputs
 
-    from quotaplane.pipeline.stage import find_input
-    from quotaplane.telemetry.readers import read_telemetry
-    from quotaplane.telemetry.storage import COLLECTION_ERRORS, MEMBERSHIP, VOLUMES
-
-    schemas = {"volumes": VOLUMES, "membership": MEMBERSHIP, "collection_errors": COLLECTION_ERRORS}
-    others = {"client_requests": ("quotaplane.telemetry.clients", "CLIENT_REQUESTS"),
-              "topic_requests": ("quotaplane.telemetry.topics", "TOPIC_REQUESTS"),
-              "backlog_snapshots": ("quotaplane.telemetry.backlog", "BACKLOG_SNAPSHOTS")}
-    for kind, (module, name) in others.items():
-        with contextlib.suppress(ImportError, AttributeError):
-            schemas[kind] = getattr(importlib.import_module(module), name)
+    schemas = {i.name: i.schema for i in all_inputs()}
     manifest = json.loads((TELEMETRY / "manifest.json").read_text())
     for kind, schema in schemas.items():
         path = find_input(TELEMETRY, kind)

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from quotaplane.config.topics import TopicQuotaConfig
-from quotaplane.pipeline.topics.kernel import evaluate_broker
-from quotaplane.policies.topics.decision import DECISIONS
-from quotaplane.policies.topics.engine import Evaluation, TopicRequest
-from quotaplane.telemetry.topics import TOPIC_REQUESTS
+from quotaplane.topics.config import TopicQuotaConfig
+from quotaplane.topics.engine.decision import DECISIONS
+from quotaplane.topics.engine.evaluate import Evaluation, TopicRequest
+from quotaplane.topics.engine.kernel import evaluate_broker
+from quotaplane.topics.records import TOPIC_REQUESTS
 
 DECISION_KEYS = ("ts_ms", "broker_id", "topic", "bytes", "decision", "reason", "total_rate", "topic_rate",
                  "total_threshold", "topic_threshold", "threshold_source")

@@ -11,8 +11,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from quotaplane.config.topics import TopicQuotaConfig, parse_topics_config, threshold_key
-from quotaplane.policies.topics.engine import TopicRequest
+from quotaplane.topics.config import TopicQuotaConfig, parse_topics_config, threshold_key
+from quotaplane.topics.engine.evaluate import TopicRequest
 
 TOPICS = ("a", "b", "c", "d", "e", "f", "g")
 T0 = 1_700_000_000_000

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from quotaplane.config.topics import (
+from quotaplane.core.errors import ConfigError, ConfigErrors
+from quotaplane.topics.config import (
     DEFAULT_INTERVAL_MS,
     DEFAULT_MESSAGE_MAX_BYTES,
     change_error,
     load_topics_config,
     parse_topics_config,
 )
-from quotaplane.errors import ConfigError, ConfigErrors
 
 TOTAL = "total.bytes.in.per.sec.threshold"
 

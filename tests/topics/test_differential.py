@@ -12,10 +12,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from quotaplane.pipeline.topics.aggregates import dropped_log, topic_intervals
-from quotaplane.pipeline.topics.evaluate import decisions, evaluate_requests, meters
-from quotaplane.policies.topics import intervals as reference
-from quotaplane.policies.topics.engine import evaluate
+from quotaplane.topics.engine import intervals as reference
+from quotaplane.topics.engine.evaluate import evaluate
+from quotaplane.topics.spark.evaluate import decisions, evaluate_requests, meters
+from quotaplane.topics.spark.intervals import dropped_log, topic_intervals
 from tests.topics.compare import decision_rows, meter_rows, request_frame, sorted_rows
 from tests.topics.strategies import fleets
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from quotaplane.config.topics import parse_topics_config
-from quotaplane.policies.topics.decision import judge
-from quotaplane.policies.topics.engine import TopicRequest, evaluate
-from quotaplane.policies.topics.meter import M1_ALPHA
+from quotaplane.topics.config import parse_topics_config
+from quotaplane.topics.engine.decision import judge
+from quotaplane.topics.engine.evaluate import TopicRequest, evaluate
+from quotaplane.topics.engine.meter import M1_ALPHA
 
 TOTAL = "total.bytes.in.per.sec.threshold"
 

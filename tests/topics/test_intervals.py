@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from quotaplane.config.topics import parse_topics_config
-from quotaplane.policies.topics.engine import TopicRequest, evaluate
-from quotaplane.policies.topics.intervals import dropped_log, interval_start, topic_intervals
+from quotaplane.topics.config import parse_topics_config
+from quotaplane.topics.engine.evaluate import TopicRequest, evaluate
+from quotaplane.topics.engine.intervals import dropped_log, interval_start, topic_intervals
 
 CONFIG = parse_topics_config({"total.bytes.in.per.sec.threshold": "0", "message.max.bytes": "100",
                               "topic.a.bytes.in.per.sec.threshold@-1000": "0"})

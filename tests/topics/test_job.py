@@ -6,15 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
-from prometheus_client import CollectorRegistry
 
-from quotaplane.config.topics import load_topics_config
-from quotaplane.metrics.exposition import render
-from quotaplane.pipeline.stage import Progress, RunConfigs, RunContext
-from quotaplane.pipeline.topics.job import run_stage
-from quotaplane.policies.topics.engine import evaluate
-from quotaplane.policies.topics.intervals import topic_intervals
-from quotaplane.policies.topics.requests import read_requests
+from quotaplane.core.errors import InputError
+from quotaplane.core.exposition import render
+from quotaplane.core.policy import RunConfigs
+from quotaplane.core.runner import run_pipeline
+from quotaplane.topics.config import load_topics_config
+from quotaplane.topics.engine.evaluate import evaluate
+from quotaplane.topics.engine.intervals import topic_intervals
+from quotaplane.topics.engine.requests import read_requests
+from quotaplane.topics.policy import TopicsPolicy
+from tests.support.stages import run_policy_stage
 
 pytestmark = pytest.mark.spark
 
@@ -25,12 +27,6 @@ topic.a.bytes.in.per.sec.threshold=400
 topic.b.bytes.in.per.sec.threshold@20000=700
 quotaplane.topics.interval.ms=10000
 """
-
-
-def context(spark, tmp_path: Path, config: Path | None) -> RunContext:
-    return RunContext(spark=spark, telemetry_dir=tmp_path / "telemetry", out_dir=tmp_path / "out",
-                      configs=RunConfigs(topics=config), registry=CollectorRegistry(),
-                      progress=Progress(None))
 
 
 @pytest.fixture
@@ -48,9 +44,8 @@ def telemetry(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_stage_writes_tables_metrics_summary_and_report(spark, tmp_path: Path, telemetry) -> None:
     config_path, good = telemetry
-    ctx = context(spark, tmp_path, config_path)
-    result = run_stage(ctx)
-    assert result is not None
+    ctx, result, _ = run_policy_stage(spark, TopicsPolicy(), tmp_path / "telemetry", tmp_path / "out",
+                                      RunConfigs(topics=config_path))
     config = load_topics_config(config_path)
     expected = evaluate(config, read_requests(good))
     counts = {d: sum(1 for x in expected.decisions if x.decision == d)
@@ -76,7 +71,6 @@ def test_stage_writes_tables_metrics_summary_and_report(spark, tmp_path: Path, t
                                                       ("topic.b.bytes.in.per.sec.threshold@20000", False)]
     quarantined = spark.read.parquet(str(out / "quarantine" / "topic_requests")).collect()
     assert [q.reason for q in quarantined] == ["bytes must not be negative"]
-    assert ctx.shared["topic_decisions"].count() == 80
 
     text = render(ctx.registry)
     b1 = next(m for m in expected.meters if m.broker_id == 1 and m.topic is None)
@@ -93,6 +87,8 @@ def test_stage_writes_tables_metrics_summary_and_report(spark, tmp_path: Path, t
 
 def test_stage_does_not_run_without_its_input_or_config(spark, tmp_path: Path, telemetry) -> None:
     config_path, _ = telemetry
-    assert run_stage(context(spark, tmp_path, None)) is None
+    assert TopicsPolicy().load_config(RunConfigs()) is None
     (tmp_path / "telemetry" / "topic_requests.jsonl").unlink()
-    assert run_stage(context(spark, tmp_path, config_path)) is None
+    with pytest.raises(InputError, match="no policy could run"):
+        run_pipeline(tmp_path / "telemetry", RunConfigs(topics=config_path), tmp_path / "out",
+                     [TopicsPolicy()], spark=spark, stream=None)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 
-from quotaplane.config.topics import parse_topics_config
-from quotaplane.pipeline.topics.kernel import evaluate_broker
-from quotaplane.policies.topics.engine import TopicRequest, evaluate
+from quotaplane.topics.config import parse_topics_config
+from quotaplane.topics.engine.evaluate import TopicRequest, evaluate
+from quotaplane.topics.engine.kernel import evaluate_broker
 from tests.topics.compare import kernel_agrees
 from tests.topics.strategies import fleets
 

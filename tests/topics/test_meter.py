@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from quotaplane.policies.topics.meter import M1_ALPHA, TICK_MS, Meter, tick_rate
+from quotaplane.topics.engine.meter import M1_ALPHA, TICK_MS, Meter, tick_rate
 
 
 def test_alpha_is_one_minus_e_to_the_minus_5_over_60() -> None:

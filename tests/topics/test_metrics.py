@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from quotaplane.metrics.exposition import render
-from quotaplane.metrics.topics import TopicMetrics, meter_names, register
-from quotaplane.policies.topics.engine import MeterSnapshot
+from quotaplane.core.exposition import render
+from quotaplane.topics.engine.evaluate import MeterSnapshot
+from quotaplane.topics.metrics import TopicMetrics, meter_names
 
 METERS = [
     MeterSnapshot(1, None, 0, 10, 2.5, 20, 4.0, 30, 6.0, 1000, "total"),
@@ -17,7 +17,7 @@ METERS = [
 
 def test_every_meter_is_a_counter_and_a_one_minute_rate_gauge() -> None:
     registry = CollectorRegistry()
-    register(registry, TopicMetrics(METERS, {(1, "orders", "throttled"): 3}, {"accepted": 2, "rejected": 1}))
+    registry.register(TopicMetrics(METERS, {(1, "orders", "throttled"): 3}, {"accepted": 2, "rejected": 1}))
     text = render(registry)
     for scope in ("topic", "broker"):
         for meter in ("bytes_in", "throttled_bytes_in", "error_bytes_in"):
@@ -39,7 +39,7 @@ def test_every_meter_is_a_counter_and_a_one_minute_rate_gauge() -> None:
 
 def test_no_meters_render_empty_families() -> None:
     registry = CollectorRegistry()
-    register(registry, TopicMetrics([]))
+    registry.register(TopicMetrics([]))
     text = render(registry)
     assert "quotaplane_topic_bytes_in_total{" not in text
     assert 'quotaplane_topic_threshold_changes_total{status="accepted"} 0.0' in text

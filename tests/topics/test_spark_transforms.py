@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from quotaplane.config.topics import parse_topics_config
-from quotaplane.pipeline.topics.aggregates import dropped_log, topic_intervals
-from quotaplane.pipeline.topics.evaluate import decisions, evaluate_requests, meters
-from quotaplane.pipeline.topics.thresholds import explicit_deltas, explicit_intervals, with_thresholds
-from quotaplane.policies.topics.engine import TopicRequest, evaluate
-from quotaplane.policies.topics.thresholds import SINCE_START
-from quotaplane.telemetry.readers import read_telemetry
-from quotaplane.telemetry.topics import TOPIC_REQUESTS
+from quotaplane.core.spark.readers import read_telemetry
+from quotaplane.topics.config import parse_topics_config
+from quotaplane.topics.engine.evaluate import TopicRequest, evaluate
+from quotaplane.topics.engine.thresholds import SINCE_START
+from quotaplane.topics.records import TOPIC_REQUESTS
+from quotaplane.topics.spark.evaluate import decisions, evaluate_requests, meters
+from quotaplane.topics.spark.intervals import dropped_log, topic_intervals
+from quotaplane.topics.spark.thresholds import explicit_deltas, explicit_intervals, with_thresholds
 from tests.topics.compare import decision_rows, meter_rows, request_frame, sorted_rows
 
 pytestmark = pytest.mark.spark

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from quotaplane.config.topics import parse_topics_config
-from quotaplane.policies.topics.engine import TopicRequest, evaluate
-from quotaplane.policies.topics.thresholds import Threshold, ThresholdSchedule, TopicSet
+from quotaplane.topics.config import parse_topics_config
+from quotaplane.topics.engine.evaluate import TopicRequest, evaluate
+from quotaplane.topics.engine.thresholds import Threshold, ThresholdSchedule, TopicSet
 
 TOTAL = "total.bytes.in.per.sec.threshold"
 

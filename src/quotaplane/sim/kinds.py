@@ -1,6 +1,6 @@
 """The telemetry kinds the simulator writes, their columns and Arrow types.
 
-The storage kinds take their column order from the record schemas in `quotaplane.telemetry.storage`
+The storage kinds take their column order from the record schemas in `quotaplane.storage.records`
 (`RecordSchema.field_names`); the other kinds follow the inputs documented in docs/telemetry.md.
 Time fields are epoch milliseconds.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from quotaplane.telemetry.storage import COLLECTION_ERRORS, MEMBERSHIP, VOLUMES
+from quotaplane.storage.records import COLLECTION_ERRORS, MEMBERSHIP, VOLUMES
 
 _STORAGE_TYPES = {"time_ms": pa.int64(), "long": pa.int64(), "string": pa.string(),
                   "double": pa.float64(), "bool": pa.bool_()}

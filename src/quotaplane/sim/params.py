@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from quotaplane.errors import ConfigError, ConfigErrors
+from quotaplane.core.errors import ConfigError, ConfigErrors
+from quotaplane.core.records import parse_iso_millis
 from quotaplane.sim.model import DAY_MS, HOUR_MS
-from quotaplane.telemetry.schema import parse_iso_millis
 
 DEFAULT_START = "2024-06-03T00:00:00Z"  # a Monday, UTC
 

@@ -1,7 +1,7 @@
 """Running a scenario: build its model, generate every requested kind chunk by chunk, write them.
 
 `generate` yields (kind, table) chunks without writing anything (tests, benchmarks);
-`simulate` writes a telemetry directory in the layout `quotaplane.pipeline.stage.find_input`
+`simulate` writes a telemetry directory in the layout `quotaplane.core.policy.find_input`
 reads (`DIR/<kind>/part-*.<ext>`) and `DIR/manifest.json` (scenario, seed, parameters, rows per
 kind). The same scenario, parameters and format give the same bytes.
 """
@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from quotaplane import __version__
-from quotaplane.errors import ConfigError
+from quotaplane.core.errors import ConfigError
 from quotaplane.sim.backlog import BacklogGenerator
 from quotaplane.sim.kinds import BACKLOG_KINDS, KINDS, REQUEST_KINDS, STORAGE_KINDS
 from quotaplane.sim.model import ClusterModel

@@ -1,0 +1,89 @@
+"""What a `consumer_backlog_eviction` run would evict (reference facts B1, BacklogQuotaManager).
+
+- Size: the target is `(long)(0.9 * limitSize)`; while the backlog is above it, the slowest
+  cursor (the subscription holding the topic backlog) skips
+  `(int)((backlog - target) * (double)entries / backlog)` entries. One skip is reported: the
+  subscription, those entries, and `backlog - target` bytes (what the skip aims to remove).
+  Nothing is reported when no entry would be skipped.
+- Time, precise mode: every subscription's expiry monitor expires the messages published before
+  `tick - (int)(0.9 * limitTime) * 1000` (current `PersistentMessageExpiryMonitor`); estimate
+  mode: the slowest cursor drops whole ledgers closed more than `limitTime` seconds ago
+  (cutoff `tick - limitTime * 1000`). A snapshot knows only a subscription's oldest message, so
+  the entries and bytes are estimated assuming its backlog was published evenly between that
+  message and the tick: the fraction `(cutoff - oldest) / (tick - oldest)` of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from quotaplane.backlog.engine.model import Eviction, Snapshot
+
+REDUCTION_FACTOR = 0.9
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+
+
+def java_int(x: float) -> int:
+    """Java's `(int)` of a double: truncate toward zero, saturate at the int range, NaN is 0."""
+    if x != x:
+        return 0
+    return INT_MAX if x >= INT_MAX else INT_MIN if x <= INT_MIN else int(x)
+
+
+def java_long(x: float) -> int:
+    """Java's `(long)` of a double: truncate toward zero, saturate at the long range, NaN is 0."""
+    if x != x:
+        return 0
+    return LONG_MAX if x >= LONG_MAX else LONG_MIN if x <= LONG_MIN else int(x)
+
+
+def eviction_target(limit: int) -> int:
+    """`computeEvictionTarget`: `(long)(0.9 * limit)`."""
+    return java_long(REDUCTION_FACTOR * float(limit))
+
+
+def entries_to_skip(backlog_size_bytes: int, size_limit: int, entries: int) -> int:
+    """`computeEntriesToEvict`, or 0 when the backlog is not above the target."""
+    target = eviction_target(size_limit)
+    if backlog_size_bytes <= target:
+        return 0
+    return java_int(float(backlog_size_bytes - target) * float(entries) / float(backlog_size_bytes))
+
+
+def size_eviction(oldest: Snapshot | None, size_limit: int) -> tuple[Eviction, ...]:
+    """The first skip of `dropBacklogForSizeLimit` on the slowest cursor."""
+    if oldest is None:
+        return ()
+    skip = entries_to_skip(oldest.backlog_size_bytes, size_limit, oldest.backlog_entries)
+    if skip <= 0:
+        return ()
+    return (Eviction(oldest.subscription, skip,
+                     oldest.backlog_size_bytes - eviction_target(size_limit)),)
+
+
+def older_than(tick_ms: int, snapshot: Snapshot, cutoff_ms: int) -> Eviction:
+    """The estimated part of a subscription's backlog published before `cutoff_ms`."""
+    oldest = snapshot.oldest_unacked_publish_ts_ms
+    assert oldest is not None
+    if cutoff_ms <= oldest:
+        return Eviction(snapshot.subscription, 0, 0)
+    fraction = float(cutoff_ms - oldest) / float(tick_ms - oldest)
+    return Eviction(snapshot.subscription, java_int(fraction * float(snapshot.backlog_entries)),
+                    java_long(fraction * float(snapshot.backlog_size_bytes)))
+
+
+def time_evictions(tick_ms: int, rows: Iterable[Snapshot], oldest: Snapshot | None, time_limit: int,
+                   precise: bool) -> tuple[Eviction, ...]:
+    """`dropBacklogForTimeLimit`: precise, every subscription whose oldest message is older
+    than the target (`isEntryExpired`: `tick > publish + target * 1000`); estimate, the slowest
+    cursor. Sorted by subscription."""
+    if precise:
+        target_ms = eviction_target(time_limit) * 1000
+        cutoff = tick_ms - target_ms
+        hit = [s for s in rows if s.oldest_unacked_publish_ts_ms is not None
+               and tick_ms > s.oldest_unacked_publish_ts_ms + target_ms]
+        return tuple(older_than(tick_ms, s, cutoff) for s in sorted(hit, key=lambda s: s.subscription))
+    if oldest is None:
+        return ()
+    return (older_than(tick_ms, oldest, tick_ms - time_limit * 1000),)

@@ -1,0 +1,92 @@
+"""What each eviction run would evict, per subscription (rules and estimates:
+`quotaplane.backlog.engine.eviction`, docs/backlog.md).
+
+Works on the decided, ranked rows of `checks` (every subscription row carries its topic's
+decision), so the precise time path can look at every subscription with no join. Columns:
+`ts_ms, topic, quota_type, subscription, entries, bytes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from quotaplane.backlog.engine.eviction import REDUCTION_FACTOR
+from quotaplane.backlog.engine.model import SIZE, TIME
+from quotaplane.core.spark.javamath_columns import as_double, java_int, java_long
+
+COLUMNS = ("ts_ms", "topic", "quota_type", "subscription", "entries", "bytes")
+
+
+def eviction_target(limit: Column) -> Column:
+    """`(long)(0.9 * limit)`."""
+    return java_long(F.lit(REDUCTION_FACTOR) * as_double(limit))
+
+
+def _older_than(cutoff: Column, publish: Column, entries: Column, size: Column) -> tuple[Column, Column]:
+    fraction = as_double(cutoff - publish) / as_double(F.col("ts_ms") - publish)
+    later = cutoff <= publish
+    zero = F.lit(0).cast("long")
+    return (
+        F.when(later, zero).otherwise(java_int(fraction * as_double(entries))),
+        F.when(later, zero).otherwise(java_long(fraction * as_double(size))),
+    )
+
+
+def evictions(precise: bool) -> Callable[[DataFrame], DataFrame]:
+    """`decided.transform(evictions(precise))`: one row per (tick, topic, subscription) evicted."""
+
+    def transform(df: DataFrame) -> DataFrame:
+        runs = df.where(F.col("eviction_run"))
+        # Size: the first skip on the slowest cursor.
+        size, entries = F.col("topic_backlog_size_bytes"), F.col("topic_backlog_entries")
+        target = eviction_target(F.col("size_limit"))
+        skip = F.when(
+            size > target, java_int(as_double(size - target) * as_double(entries) / as_double(size))
+        )
+        by_size = (
+            runs.where((F.col("exceeded") == SIZE) & (F.col("_rank") == 1))
+            .withColumn("entries", skip)
+            .withColumn("bytes", size - target)
+            .where(F.col("entries") > 0)
+            .select(
+                "ts_ms",
+                "topic",
+                F.lit(SIZE).alias("quota_type"),
+                F.col("oldest_subscription").alias("subscription"),
+                "entries",
+                "bytes",
+            )
+        )
+        # Time.
+        time_runs = runs.where(F.col("exceeded") == TIME)
+        if precise:
+            target_ms = eviction_target(F.col("time_limit")) * 1000
+            publish = F.col("oldest_unacked_publish_ts_ms")
+            hit = time_runs.where(publish.isNotNull() & (F.col("ts_ms") > publish + target_ms))
+            ev_entries, ev_bytes = _older_than(
+                F.col("ts_ms") - target_ms, publish, F.col("backlog_entries"), F.col("backlog_size_bytes")
+            )
+            subscription = F.col("subscription")
+        else:
+            hit = time_runs.where((F.col("_rank") == 1) & F.col("_o_publish").isNotNull())
+            ev_entries, ev_bytes = _older_than(
+                F.col("ts_ms") - F.col("time_limit") * 1000,
+                F.col("_o_publish"),
+                F.col("topic_backlog_entries"),
+                F.col("topic_backlog_size_bytes"),
+            )
+            subscription = F.col("oldest_subscription")
+        by_time = hit.select(
+            "ts_ms",
+            "topic",
+            F.lit(TIME).alias("quota_type"),
+            subscription.alias("subscription"),
+            ev_entries.alias("entries"),
+            ev_bytes.alias("bytes"),
+        )
+        return by_size.unionByName(by_time)
+
+    return transform

@@ -1,0 +1,62 @@
+"""Kafka client quotas as a `Policy` (spec: kip-786-quota-value-metrics; docs/clients.md).
+
+The client quota stage needs the storage decisions (`StorageDecisions`): with the storage callback
+installed, produce limits follow the storage throttle factor in force at each request.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from quotaplane.clients.cli import ClientsEvaluator, register_resolve
+from quotaplane.clients.config import load_client_quotas, settings_from_properties
+from quotaplane.clients.engine.entities import ClientQuotaConfig
+from quotaplane.clients.engine.settings import ClientQuotaSettings
+from quotaplane.clients.records import INPUTS
+from quotaplane.core.policy import Outputs, Policy, RunConfigs, StageContext, StageResult
+from quotaplane.core.properties import load_properties
+from quotaplane.storage.outputs import StorageDecisions
+
+
+@dataclass(frozen=True)
+class ClientsRunConfig:
+    """The client quotas, and the broker properties (from the storage configuration, when given)."""
+
+    quotas: ClientQuotaConfig
+    broker_properties: Mapping[str, str]
+    storage_given: bool
+
+    def settings(self, storage_decisions: bool) -> ClientQuotaSettings:
+        """The quota settings; the storage callback is installed when a storage configuration is given
+        or storage decisions are at hand."""
+        return settings_from_properties(self.broker_properties,
+                                        storage_combined=self.storage_given or storage_decisions)
+
+
+class ClientsPolicy(Policy[ClientsRunConfig]):
+    name = "clients"
+    title = "Kafka client quotas: throttle times and quota resolution (reference engine)"
+    inputs = INPUTS
+    needs = (StorageDecisions,)
+    evaluator = ClientsEvaluator()
+
+    def load_config(self, configs: RunConfigs) -> ClientsRunConfig | None:
+        if configs.client_quotas is None:
+            return None
+        props = load_properties(configs.storage) if configs.storage is not None else {}
+        quotas = load_client_quotas(configs.client_quotas)
+        config = ClientsRunConfig(quotas, props, storage_given=configs.storage is not None)
+        config.settings(False)  # the properties are checked now, before Spark starts
+        return config
+
+    def run_stage(self, ctx: StageContext, config: ClientsRunConfig, outputs: Outputs) -> StageResult:
+        from quotaplane.clients.spark.stage import run_stage
+
+        decisions = outputs.get(StorageDecisions)
+        table = decisions.decisions if decisions is not None else None
+        return run_stage(ctx, config.quotas, config.settings(table is not None), table)
+
+    def register_commands(self, sub: argparse._SubParsersAction) -> None:
+        register_resolve(sub)

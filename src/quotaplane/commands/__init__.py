@@ -1,1 +1,0 @@
-"""Sub-commands of the `quotaplane` CLI; each module exposes `register(subparsers)`."""

@@ -1,1 +1,0 @@
-"""Configuration: Kafka-style `.properties` files and per-policy settings."""

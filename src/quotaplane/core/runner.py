@@ -1,0 +1,196 @@
+"""The runner of `quotaplane run`: every policy's Spark stage over one telemetry directory.
+
+Each policy (see `quotaplane.core.policy`) reads its own inputs, evaluates with Spark and gives
+tables, metrics, a summary and report sections. The runner checks every configuration before Spark
+starts, orders the policies by what they need from each other, runs the stages whose configuration
+and required input are present, and writes `summary.json`, `metrics.prom` and `report.html`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from prometheus_client import CollectorRegistry
+
+from quotaplane import __version__
+from quotaplane.core import exposition
+from quotaplane.core.errors import ConfigError, ConfigErrors, InputError
+from quotaplane.core.policy import (
+    Outputs,
+    Policy,
+    Progress,
+    RunConfigs,
+    StageContext,
+    StageResult,
+    find_input,
+    order,
+)
+from quotaplane.core.report import Section, write_report
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced."""
+
+    out_dir: Path
+    report: Path
+    summary_path: Path
+    metrics_path: Path
+    summary: dict[str, object]
+    results: list[StageResult] = field(default_factory=list)
+    #: inputs present in the telemetry directory that no policy evaluated (their config missing)
+    not_evaluated: list[str] = field(default_factory=list)
+
+
+def load_configs(policies: Sequence[Policy[Any]], configs: RunConfigs) -> dict[str, Any]:
+    """Every policy's configuration (None where not configured), all checked before Spark starts:
+    the errors of every file are reported together."""
+    loaded: dict[str, Any] = {}
+    errors: list[ConfigError] = []
+    for policy in policies:
+        try:
+            loaded[policy.name] = policy.load_config(configs)
+        except ConfigErrors as exc:
+            errors.extend(exc.errors)
+        except ConfigError as exc:
+            errors.append(exc)
+    if errors:
+        raise ConfigErrors(errors)
+    return loaded
+
+
+def run_pipeline(
+    telemetry_dir: Path,
+    configs: RunConfigs,
+    out_dir: Path,
+    policies: Sequence[Policy[Any]],
+    master: str | None = None,
+    remote: str | None = None,
+    stream: TextIO | None = sys.stderr,
+    spark: object | None = None,
+) -> RunOutcome:
+    """Run every policy whose configuration and required input are present; write the outputs
+    under `out_dir`."""
+    if not telemetry_dir.is_dir():
+        raise InputError(str(telemetry_dir), "--telemetry", str(telemetry_dir), "is not a directory")
+    policies = order(policies)
+    loaded = load_configs(policies, configs)
+    runnable = [p for p in policies if loaded[p.name] is not None
+                and find_input(telemetry_dir, p.inputs[0].name) is not None]
+    if not runnable:
+        expected = ", ".join(f"{i.name} ({p.name})" for p in policies for i in p.inputs if i.required)
+        raise InputError(str(telemetry_dir), "--telemetry", str(telemetry_dir),
+                         f"no policy could run: expected telemetry ({expected}) with its configuration")
+    used = {i.name for p in runnable for i in p.inputs}
+    not_evaluated = sorted({i.name for p in policies for i in p.inputs
+                            if i.name not in used and find_input(telemetry_dir, i.name) is not None})
+    out_dir.mkdir(parents=True, exist_ok=True)
+    progress = Progress(stream)
+    if stream is not None:
+        for name in not_evaluated:
+            print(f"  input {name} is present but not evaluated: its policy has no configuration",
+                  file=stream)
+    started = time.perf_counter()
+    started_at = datetime.now(UTC)
+    if spark is None:
+        from quotaplane.core.spark.session import build_session
+
+        where = remote or master or "local[*]"
+        with progress.step(f"starting Spark ({where})"):
+            spark = build_session(master=master, remote=remote)
+    ctx = StageContext(spark=spark, telemetry_dir=telemetry_dir, out_dir=out_dir,  # type: ignore[arg-type]
+                       registry=CollectorRegistry(), progress=progress)
+    outputs = Outputs()
+    results: list[StageResult] = [p.run_stage(ctx, loaded[p.name], outputs) for p in runnable]
+    elapsed = time.perf_counter() - started
+    summary = _summary(telemetry_dir, configs, out_dir, master, remote, started_at, elapsed, results,
+                       progress, not_evaluated)
+    summary_path = out_dir / "summary.json"
+    summary_path.write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    metrics_path = exposition.write(ctx.registry, out_dir / "metrics.prom")
+    with progress.step("writing the report"):
+        report = write_report(
+            out_dir / "report.html",
+            "quotaplane report",
+            f"telemetry {telemetry_dir} · generated {started_at:%Y-%m-%d %H:%M UTC} · "
+            f"quotaplane {__version__}",
+            [_overview_section(summary, results), *[s for r in results for s in r.sections]],
+        )
+    return RunOutcome(out_dir, report, summary_path, metrics_path, summary, results, not_evaluated)
+
+
+def _summary(telemetry_dir: Path, configs: RunConfigs, out_dir: Path, master: str | None,
+             remote: str | None, started_at: datetime, elapsed: float, results: list[StageResult],
+             progress: Progress, not_evaluated: list[str]) -> dict[str, object]:
+    inputs = [c.as_dict() for r in results for c in r.read_counts]
+    return {
+        "run": {
+            "quotaplane_version": __version__,
+            "started_at": started_at.isoformat(),
+            "elapsed_seconds": round(elapsed, 3),
+            "telemetry": str(telemetry_dir),
+            "out": str(out_dir),
+            "spark": remote or master or "local[*]",
+            "configs": {k: str(v) for k, v in vars(configs).items() if v is not None},
+            "stage_seconds": {k: round(v, 3) for k, v in progress.timings.items()},
+        },
+        "inputs": inputs,
+        "inputs_not_evaluated": not_evaluated,
+        "rows": {
+            "read": sum(int(i["read"]) for i in inputs),
+            "used": sum(int(i["used"]) for i in inputs),
+            "quarantined": sum(int(i["quarantined"]) for i in inputs),
+        },
+        **{r.name: r.summary for r in results},
+    }
+
+
+def _overview_section(summary: dict[str, object], results: list[StageResult]) -> Section:
+    section = Section("Overview")
+    rows = summary["rows"]
+    assert isinstance(rows, dict)
+    section.kpis([("policies evaluated", len(results)), ("telemetry rows read", rows["read"]),
+                  ("used", rows["used"]), ("quarantined", rows["quarantined"])])
+    section.text("Every input row is either used or quarantined with a reason "
+                 "(quarantined rows are under quarantine/ in the output directory).")
+    inputs = summary["inputs"]
+    assert isinstance(inputs, list)
+    section.table(["input", "read", "used", "quarantined"],
+                  [(i["input"], i["read"], i["used"], i["quarantined"]) for i in inputs])
+    for result in results:
+        if result.console:
+            section.heading(result.name)
+            for line in result.console:
+                section.text(line)
+    return section
+
+
+def print_outcome(outcome: RunOutcome, stream: TextIO = sys.stdout) -> None:
+    """The final summary a person reads after a run."""
+    rows = outcome.summary["rows"]
+    assert isinstance(rows, dict)
+    print("", file=stream)
+    print("quotaplane run finished", file=stream)
+    for result in outcome.results:
+        for line in result.console:
+            print(f"  [{result.name}] {line}", file=stream)
+    inputs = outcome.summary["inputs"]
+    assert isinstance(inputs, list)
+    for i in inputs:
+        print(f"  input {i['input']}: read {i['read']} = used {i['used']} + quarantined {i['quarantined']}",
+              file=stream)
+    for name in outcome.not_evaluated:
+        print(f"  input {name}: present but not evaluated (its policy has no configuration)", file=stream)
+    print(f"  rows: read {rows['read']} = used {rows['used']} + quarantined {rows['quarantined']}",
+          file=stream)
+    print(f"  decisions and tables: {outcome.out_dir}", file=stream)
+    print(f"  metrics:  {outcome.metrics_path}", file=stream)
+    print(f"  summary:  {outcome.summary_path}", file=stream)
+    print(f"  report:   {outcome.report.resolve().as_uri()}", file=stream)

@@ -1,1 +1,0 @@
-"""Metrics in Prometheus exposition format, named as the specs name them."""

@@ -1,1 +1,0 @@
-"""The Spark pipeline: `DataFrame -> DataFrame` policy transforms and the runs that wire them."""

@@ -1,1 +1,0 @@
-"""Pure-Python reference engines, one package per policy: the oracle the Spark pipeline is tested against."""

@@ -1,0 +1,22 @@
+"""What the storage stage gives other policies: the throttle factor over time.
+
+The client quota stage needs it (produce limits follow the factor, `Policy.needs`); it is the
+`storage_decisions` table as the storage stage wrote it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+@dataclass(frozen=True)
+class StorageDecisions:
+    """The storage decisions of a run (`storage_decisions`: `ts_ms`, `throttle_factor`,
+    `observing_broker_id`, ...), and of the comparison configuration when one was given."""
+
+    decisions: DataFrame
+    compare: DataFrame | None = None

@@ -1,0 +1,105 @@
+"""The storage stage of `quotaplane run`: telemetry in; decisions, metrics, summary and report out.
+
+Reads `volumes`, `membership` and `collection_errors` (each validated once and its typed rows
+cached, so every later step reads them), writes any quarantined rows to `quarantine/<record>`, the
+decisions of the storage configuration to `storage_decisions` (and of the comparison configuration
+to `storage_decisions_compare`), the counted volume observations with their thresholds to
+`storage_volume_observations`, registers the spec's metrics and returns the summary and report.
+It provides `StorageDecisions` (the decisions tables read back from Parquet) to later stages.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from quotaplane.core.policy import Outputs, StageContext, StageResult
+from quotaplane.core.spark.readers import CheckedInput, ReadCounts, check_once, read_telemetry
+from quotaplane.storage.config import StorageConfig
+from quotaplane.storage.metrics import StorageMetrics
+from quotaplane.storage.outputs import StorageDecisions
+from quotaplane.storage.records import INPUTS
+from quotaplane.storage.report import StorageReportData, build_sections, console_lines
+from quotaplane.storage.spark import summary as S
+from quotaplane.storage.spark.decisions import evaluate
+
+VOLUMES_PLOTTED = 6
+
+
+def _read(ctx: StageContext) -> tuple[dict[str, DataFrame], list[ReadCounts], list[CheckedInput]]:
+    """Check each input in one scan (`check_once`), write its quarantine if any; absent inputs are
+    empty."""
+    used: dict[str, DataFrame] = {}
+    counts: list[ReadCounts] = []
+    checked: list[CheckedInput] = []
+    for item in INPUTS:
+        name, schema = item.name, item.schema
+        path = ctx.find_input(name)
+        if path is None:
+            used[name] = ctx.spark.createDataFrame([], schema.spark_schema())
+            continue
+        result = check_once(read_telemetry(ctx.spark, schema, path), ctx.out_dir / "quarantine" / schema.name)
+        checked.append(result)
+        counts.append(result.counts)
+        used[name] = result.used
+    return used, counts, checked
+
+
+def _decide(ctx: StageContext, config: StorageConfig, inputs: dict[str, DataFrame], table: str,
+            keep_observations: bool) -> tuple[DataFrame, DataFrame | None]:
+    # with the observations table, the keyed round rows are cached: both writes read them (a
+    # comparison run writes only its decisions, which read them once)
+    ev = evaluate(config, inputs["volumes"], inputs["membership"], inputs["collection_errors"],
+                  persist=keep_observations)
+    try:
+        ev.decisions.write.mode("overwrite").parquet(str(ctx.out_dir / table))
+        if keep_observations:
+            ev.volumes.write.mode("overwrite").parquet(str(ctx.out_dir / "storage_volume_observations"))
+    finally:
+        ev.release()
+    decisions = ctx.spark.read.parquet(str(ctx.out_dir / table))
+    if not keep_observations:
+        return decisions, None
+    return decisions, ctx.spark.read.parquet(str(ctx.out_dir / "storage_volume_observations"))
+
+
+def run_stage(ctx: StageContext, config: StorageConfig, compare: StorageConfig | None,
+              outputs: Outputs) -> StageResult:
+    """Evaluate storage quotas (`config`, and `compare` beside it when given)."""
+    checked: list[CheckedInput] = []
+    try:
+        with ctx.progress.step("storage: reading and validating telemetry"):
+            inputs, counts, checked = _read(ctx)
+        with ctx.progress.step(f"storage: {config.evaluation} decisions"):
+            decisions, observations = _decide(ctx, config, inputs, "storage_decisions", True)
+        compared = None
+        if compare is not None:
+            with ctx.progress.step(f"storage: {compare.evaluation} decisions (comparison)"):
+                compared, _ = _decide(ctx, compare, inputs, "storage_decisions_compare", False)
+        with ctx.progress.step("storage: summary, metrics and report"):
+            main = S.summarise("main", config, decisions, observations)
+            other = S.summarise("compare", compare, compared, None) if compare and compared else None
+            states = S.metric_states(config, decisions, "main")
+            if compare is not None and compared is not None:
+                states += S.metric_states(compare, compared, "compare")
+            ctx.registry.register(StorageMetrics(states))
+            assert observations is not None
+            closest = S.closest_volumes(observations, VOLUMES_PLOTTED)
+            series = S.volume_series(observations, closest, main.span) if main.span else []
+            total = observations.select("cluster", "broker_id", "log_dir").distinct().count()
+            reads = [c.as_dict() for c in counts]
+            sections = build_sections(StorageReportData(main, other, series, len(closest), total, reads))
+    finally:
+        for c in checked:
+            c.release()
+    outputs.provide(StorageDecisions(decisions, compared))
+    outputs = {"decisions": str(ctx.out_dir / "storage_decisions"),
+               "volume_observations": str(ctx.out_dir / "storage_volume_observations"),
+               "quarantine": str(ctx.out_dir / "quarantine")}
+    summary: dict[str, object] = {**main.as_dict(), "warnings": list(config.warnings),
+                                  "inputs": [c.as_dict() for c in counts], "outputs": outputs}
+    if other is not None:
+        summary["compare"] = other.as_dict()
+        outputs["decisions_compare"] = str(ctx.out_dir / "storage_decisions_compare")
+    console = console_lines(main) + (console_lines(other) if other else [])
+    return StageResult(name="storage", summary=summary, read_counts=counts, sections=sections,
+                       console=console)

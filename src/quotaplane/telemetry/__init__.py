@@ -1,1 +1,0 @@
-"""Telemetry: schemas declared once, readers, validation and quarantine."""

@@ -1,0 +1,121 @@
+"""The report section of topic bytes-in quotas: which topics went over their threshold, when, and
+how much was dropped (spec: kafka-topic-bytes-in-quota)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from quotaplane.core.report import Section
+
+TOP_TOPICS = 8
+
+
+@dataclass
+class TopicReportData:
+    """Small aggregates for the report (see pipeline/topics/report_data.py).
+
+    - `over`: one row per (broker_id, topic) with throttled requests: first_throttled_ms,
+      last_throttled_ms, throttled_requests, throttled_bytes, accepted_bytes, max_topic_rate,
+      min_topic_threshold, max_topic_threshold, threshold_source (at the last request).
+    - `errors`: one row per (broker_id, topic) with error requests: error_requests, error_bytes,
+      max_bytes (largest batch).
+    - `series`: per-interval rows (interval_start_ms, broker_id, topic, max_topic_rate,
+      max_topic_threshold, throttled_bytes, accepted_bytes) of the topics plotted.
+    - `rejected`: the rejected threshold changes, as error lines.
+    """
+
+    kpis: list[tuple[str, Any]]
+    over: pd.DataFrame
+    errors: pd.DataFrame
+    series: pd.DataFrame
+    interval_ms: int
+    rejected: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _when(ms: Any) -> str:
+    return datetime.fromtimestamp(int(ms) / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def rate_figure(series: pd.DataFrame) -> Figure:
+    """Highest one-minute rate per interval (solid) against the topic's threshold (dashed)."""
+    fig = Figure(figsize=(10, 4))
+    ax = fig.add_subplot(1, 1, 1)
+    for i, ((broker_id, topic), rows) in enumerate(series.groupby(["broker_id", "topic"], sort=True)):
+        rows = rows.sort_values("interval_start_ms")
+        when = pd.to_datetime(rows["interval_start_ms"], unit="ms", utc=True)
+        color = f"C{i % 10}"
+        ax.plot(when, rows["max_topic_rate"], color=color, lw=1.2, label=f"{topic} @ broker {broker_id}")
+        ax.plot(when, rows["max_topic_threshold"], color=color, lw=0.9, ls="--")
+    ax.set_ylabel("bytes/s")
+    ax.set_title("Topic one-minute bytes-in rate (solid, highest per interval) and threshold (dashed)")
+    ax.grid(alpha=0.3)
+    if len(series):
+        ax.legend(fontsize=7, loc="best")
+    fig.autofmt_xdate()
+    return fig
+
+
+def dropped_figure(series: pd.DataFrame, interval_ms: int) -> Figure:
+    """Throttled bytes per interval, stacked by topic."""
+    fig = Figure(figsize=(10, 3.2))
+    ax = fig.add_subplot(1, 1, 1)
+    if len(series):
+        table = series.assign(key=series["topic"] + " @ " + series["broker_id"].astype(str)).pivot_table(
+            index="interval_start_ms", columns="key", values="throttled_bytes", aggfunc="sum", fill_value=0)
+        when = pd.to_datetime(table.index, unit="ms", utc=True)
+        bottom = None
+        width = pd.Timedelta(milliseconds=interval_ms)
+        for i, key in enumerate(table.columns):
+            ax.bar(when, table[key], width=width, bottom=bottom, color=f"C{i % 10}", label=key, align="edge")
+            bottom = table[key] if bottom is None else bottom + table[key]
+        ax.legend(fontsize=7, loc="best")
+    ax.set_ylabel("throttled bytes")
+    ax.set_title("Bytes dropped by the quota per interval")
+    ax.grid(alpha=0.3)
+    fig.autofmt_xdate()
+    return fig
+
+
+def build_sections(data: TopicReportData) -> list[Section]:
+    s = Section("Topic bytes-in quotas")
+    s.text("Each broker drops a produce request when its one-minute bytes-in rate is above "
+           "total.bytes.in.per.sec.threshold and the topic's one-minute rate is above the topic's "
+           "threshold (explicit, or its default share); a record batch above message.max.bytes is an "
+           "error. Rates are Yammer one-minute meters ticked every 5 s in event time.")
+    s.kpis(data.kpis)
+    for note in data.notes:
+        s.note(note)
+    if data.rejected:
+        s.note(f"{len(data.rejected)} threshold change(s) were rejected and kept out of force: "
+               + "; ".join(data.rejected[:5]) + ("; …" if len(data.rejected) > 5 else ""))
+    s.heading("Topics over their threshold")
+    over = data.over.sort_values(["throttled_bytes", "broker_id", "topic"], ascending=[False, True, True])
+    s.table(
+        ["broker", "topic", "first throttled (UTC)", "last throttled (UTC)", "throttled requests",
+         "throttled bytes", "share dropped", "peak one-minute rate (B/s)", "threshold (B/s)", "source"],
+        [[int(r.broker_id), r.topic, _when(r.first_throttled_ms), _when(r.last_throttled_ms),
+          int(r.throttled_requests), int(r.throttled_bytes),
+          f"{r.throttled_bytes / max(1, r.throttled_bytes + r.accepted_bytes):.1%}",
+          float(r.max_topic_rate), _threshold_range(r), r.threshold_source] for r in over.itertuples()],
+        empty="No request was throttled.")
+    if len(data.series):
+        s.figure(rate_figure(data.series), "Topics with the most dropped bytes: peak one-minute rate per "
+                 "interval and threshold")
+        s.figure(dropped_figure(data.series, data.interval_ms), "Throttled bytes per interval")
+    s.heading("Requests above message.max.bytes")
+    errors = data.errors.sort_values(["error_bytes", "broker_id", "topic"], ascending=[False, True, True])
+    s.table(["broker", "topic", "error requests", "error bytes", "largest batch (bytes)"],
+            [[int(r.broker_id), r.topic, int(r.error_requests), int(r.error_bytes), int(r.max_bytes)]
+             for r in errors.itertuples()], empty="No request was above message.max.bytes.")
+    return [s]
+
+
+def _threshold_range(row: Any) -> str:
+    low, high = int(row.min_topic_threshold), int(row.max_topic_threshold)
+    return f"{low:,}" if low == high else f"{low:,} – {high:,}"

@@ -1,0 +1,140 @@
+"""The topic bytes-in quota stage of `quotaplane run` (spec: kafka-topic-bytes-in-quota).
+
+Reads `topic_requests` and the `.properties` config (`ctx.configs.topics`), judges every request with
+Spark (see `evaluate`), and writes under `ctx.out_dir` (Parquet):
+- `topic_decisions/`: one row per request: decision, reason, the rates and thresholds it was judged by;
+- `topic_intervals/`: per broker, topic and interval: accepted, throttled and error requests, bytes
+  and average rates, the highest one-minute rates and the threshold range;
+- `topic_dropped/`: the dropped-request log (throttled and error requests, with reason and message);
+- `topic_meters/`: per broker and per topic on it, the three meters' counts and one-minute rates and
+  the threshold at the end of the telemetry (the last request's time);
+- `topic_threshold_changes/`: every configured threshold setting, accepted or rejected (with why);
+- `quarantine/topic_requests/`: rejected rows with their reasons.
+It registers the bytes-in, throttled and error meters in `ctx.registry`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from quotaplane.core.policy import StageContext, StageResult
+from quotaplane.core.spark.readers import check_once, read_telemetry
+from quotaplane.topics.config import TopicQuotaConfig, change_error
+from quotaplane.topics.engine.decision import DECISIONS
+from quotaplane.topics.engine.evaluate import MeterSnapshot
+from quotaplane.topics.metrics import TopicMetrics
+from quotaplane.topics.records import TOPIC_REQUESTS
+from quotaplane.topics.report import build_sections
+from quotaplane.topics.spark.evaluate import decisions, evaluate_requests, meters
+from quotaplane.topics.spark.intervals import dropped_log, topic_intervals
+from quotaplane.topics.spark.report_data import collect_report_data
+
+INPUT = "topic_requests"
+NAME = "topics"
+
+_CHANGES = T.StructType([
+    T.StructField("key", T.StringType(), False),
+    T.StructField("topic", T.StringType(), False),
+    T.StructField("ts_ms", T.LongType(), True),
+    T.StructField("threshold", T.LongType(), True),
+    T.StructField("accepted", T.BooleanType(), False),
+    T.StructField("explicit_sum", T.LongType(), False),
+    T.StructField("error", T.StringType(), True),
+])
+
+
+def run_stage(ctx: StageContext, config: TopicQuotaConfig) -> StageResult:
+    """Judge every produce request of the run."""
+    path = ctx.find_input(INPUT)
+    assert path is not None, "the runner runs a stage only when its input is present"
+    out = ctx.out_dir
+    with ctx.progress.step("topics: read produce requests"):
+        # parsed once and cached: the evaluation scans the requests several times
+        checked = check_once(read_telemetry(ctx.spark, TOPIC_REQUESTS, path), out / "quarantine" / INPUT)
+        counts = checked.counts
+        as_of = checked.used.agg(F.max("ts_ms")).first()[0] if counts.used else None
+    _write(_changes(ctx.spark, config), out / "topic_threshold_changes")
+    rejected = [str(change_error(c)) for c in config.rejected_changes]
+    if as_of is None:
+        checked.release()
+        summary = _summary_of(config, [], [], None)
+        summary["input"] = counts.as_dict()
+        return StageResult(NAME, summary, [counts], [], [f"topics: no usable produce request in {path}"])
+    with ctx.progress.step("topics: judge requests (meters per broker)"):
+        rows = checked.used.transform(evaluate_requests(config, int(as_of))).persist()
+        _write(decisions(rows), out / "topic_decisions")
+        meter_rows = [MeterSnapshot(**r.asDict()) for r in meters(rows).collect()]
+        _write(meters(rows), out / "topic_meters")
+        rows.unpersist()
+        checked.release()
+    decided = ctx.spark.read.parquet(str(out / "topic_decisions"))
+    with ctx.progress.step("topics: intervals and dropped-request log"):
+        intervals_path = out / "topic_intervals"
+        _write(decided.transform(topic_intervals(config.interval_ms)), intervals_path)
+        _write(decided.transform(dropped_log(config.message_max_bytes)), out / "topic_dropped")
+        intervals = ctx.spark.read.parquet(str(intervals_path))
+    with ctx.progress.step("topics: metrics and report"):
+        by_decision = decided.groupBy("broker_id", "topic", "decision").agg(
+            F.count(F.lit(1)).alias("requests"), F.sum("bytes").alias("bytes")).collect()
+        requests = {(int(r["broker_id"]), r["topic"], r["decision"]): int(r["requests"]) for r in by_decision}
+        ctx.registry.register(TopicMetrics(
+            meter_rows, requests, {"accepted": len(config.accepted_changes),
+                                   "rejected": len(config.rejected_changes)}))
+        summary = _summary_of(config, by_decision, meter_rows, int(as_of))
+        kpis = [("requests", f"{summary['requests']:,}"),
+                ("throttled requests", f"{summary['throttled_requests']:,}"),
+                ("throttled bytes", f"{summary['throttled_bytes']:,}"),
+                ("error requests", f"{summary['error_requests']:,}"),
+                ("topics over threshold", summary["topics_over_threshold"]),
+                ("brokers", summary["brokers"])]
+        notes = [] if not counts.quarantined else [
+            f"{counts.quarantined} produce request rows were quarantined (quarantine/{INPUT})."]
+        sections = build_sections(collect_report_data(decided, intervals, config.interval_ms, kpis,
+                                                      rejected, notes))
+    summary["input"] = counts.as_dict()
+    console = [
+        f"topics: {summary['requests']:,} produce requests on {summary['brokers']} broker(s): "
+        f"{summary['accepted_requests']:,} accepted, {summary['throttled_requests']:,} throttled "
+        f"({summary['throttled_bytes']:,} bytes), {summary['error_requests']:,} errors; "
+        f"{summary['topics_over_threshold']} topic(s) over threshold",
+    ]
+    if rejected:
+        console.append(f"topics: {len(rejected)} threshold change(s) rejected (topic_threshold_changes/)")
+    return StageResult(NAME, summary, [counts], sections, console)
+
+
+def _write(df: DataFrame, path: Path) -> None:
+    df.write.mode("overwrite").parquet(str(path))
+
+
+def _changes(spark: SparkSession, config: TopicQuotaConfig) -> DataFrame:
+    return spark.createDataFrame(
+        [(c.key, c.topic, c.ts_ms, c.threshold, c.accepted, c.explicit_sum, c.error) for c in config.changes],
+        _CHANGES)
+
+
+def _summary_of(config: TopicQuotaConfig, by_decision: list[Any], meter_rows: list[MeterSnapshot],
+                as_of: int | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "total_bytes_in_per_sec_threshold": config.total_threshold,
+        "message_max_bytes": config.message_max_bytes,
+        "interval_ms": config.interval_ms,
+        "as_of_ms": as_of,
+        "brokers": sum(1 for m in meter_rows if m.topic is None),
+        "broker_topics": sum(1 for m in meter_rows if m.topic is not None),
+        "requests": sum(int(r["requests"]) for r in by_decision),
+    }
+    for decision in DECISIONS:
+        rows = [r for r in by_decision if r["decision"] == decision]
+        out[f"{decision}_requests"] = sum(int(r["requests"]) for r in rows)
+        out[f"{decision}_bytes"] = sum(int(r["bytes"]) for r in rows)
+    out["topics_over_threshold"] = len({(r["broker_id"], r["topic"]) for r in by_decision
+                                        if r["decision"] == "throttled"})
+    out["threshold_changes_accepted"] = len(config.accepted_changes)
+    out["threshold_changes_rejected"] = len(config.rejected_changes)
+    return out

@@ -1,0 +1,62 @@
+"""The main job on a real Spark cluster: a standalone master with two workers, and Spark Connect.
+
+Both clusters run on loopback from the installed pyspark. The decisions they write must equal the
+embedded local run's, table by table, row by row.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from quotaplane.core.runner import bundled_example, run_pipeline
+from tests.support.cluster import start_connect_server, start_standalone
+from tests.support.cluster_check import decision_tables, differences, main, run_cli
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def local_run(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.DataFrame]:
+    telemetry, configs = bundled_example()
+    out = tmp_path_factory.mktemp("local")
+    run_pipeline(telemetry, configs, out, stream=None, spark=spark)
+    tables = decision_tables(out)
+    assert tables, "the local run wrote no decision tables"
+    return tables
+
+
+def assert_same_tables(expected: dict[str, pd.DataFrame], out: Path) -> None:
+    assert differences(expected, decision_tables(out)) == []
+
+
+def test_standalone_cluster_with_two_workers_decides_like_local(local_run, tmp_path: Path) -> None:
+    with start_standalone(workers=2, cores=1, memory="1g", work_dir=tmp_path / "cluster") as cluster:
+        run_cli(tmp_path / "out", "--master", cluster.url)
+    assert_same_tables(local_run, tmp_path / "out")
+
+
+def test_spark_connect_decides_like_local(local_run, tmp_path: Path) -> None:
+    with start_connect_server(work_dir=tmp_path / "connect") as server:
+        run_cli(tmp_path / "out", "--remote", server.url)
+    assert_same_tables(local_run, tmp_path / "out")
+
+
+def test_differences_name_the_tables_that_differ() -> None:
+    a = {"t": pd.DataFrame({"x": [1, 2]}), "only_local": pd.DataFrame({"x": [1]})}
+    b = {"t": pd.DataFrame({"x": [1, 3]}), "only_cluster": pd.DataFrame({"x": [1]})}
+    lines = differences(a, b)
+    assert lines[:2] == ["only_local: only in the local run", "only_cluster: only in the cluster run"]
+    assert len(lines) == 3 and lines[2].startswith("t: ")
+    assert differences(a, dict(a)) == []
+
+
+def test_the_check_script_reports_a_failing_run(monkeypatch, capsys) -> None:
+    def fail(out: Path, *flags: str) -> None:
+        raise RuntimeError("quotaplane run failed (exit 2):\nboom")
+
+    monkeypatch.setattr("tests.support.cluster_check.run_cli", fail)
+    assert main(["standalone"]) == 2
+    assert "boom" in capsys.readouterr().err

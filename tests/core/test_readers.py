@@ -1,0 +1,128 @@
+"""The generic reader: every row is used or quarantined with a reason, in every format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from quotaplane.core.errors import InputError
+from quotaplane.core.records import Field, RecordSchema, Rule
+from quotaplane.core.spark.readers import read_telemetry
+
+SCHEMA = RecordSchema(
+    name="sample",
+    fields=(
+        Field("ts", "time_ms"),
+        Field("broker_id", "long"),
+        Field("size", "double"),
+        Field("name", "string", required=False),
+    ),
+    rules=(
+        Rule("size must not be negative", lambda c: c["size"] < 0,
+             lambda r: r["size"] < 0),
+    ),
+)
+
+ROWS = [
+    '{"ts": 1000, "broker_id": 1, "size": 2.5, "name": "a"}',
+    '{"ts": "2026-01-01T00:00:00Z", "broker_id": "2", "size": 1}',
+    '{"ts": "yesterday", "broker_id": 1, "size": 1}',
+    '{"ts": 1000, "size": 1}',
+    '{"ts": 1000, "broker_id": 1.5, "size": 1}',
+    '{"ts": 1000, "broker_id": 1, "size": -1}',
+    "this is not json",
+]
+
+
+@pytest.fixture
+def jsonl(tmp_path: Path) -> Path:
+    path = tmp_path / "sample.jsonl"
+    path.write_text("\n".join(ROWS) + "\n")
+    return path
+
+
+@pytest.mark.spark
+def test_jsonl_rows_are_used_or_quarantined_with_reasons(spark, jsonl: Path) -> None:
+    result = read_telemetry(spark, SCHEMA, str(jsonl))
+    counts = result.counts()
+    assert (counts.read, counts.used, counts.quarantined) == (7, 2, 5)
+    used = sorted((r.asDict() for r in result.used.collect()), key=lambda r: r["broker_id"])
+    assert used[0] == {"ts": 1000, "broker_id": 1, "size": 2.5, "name": "a"}
+    assert used[1]["ts"] == 1767225600000 and used[1]["broker_id"] == 2
+    reasons = {r["reason"] for r in result.quarantined.collect()}
+    assert reasons == {
+        "field ts=yesterday: must be epoch milliseconds or an ISO-8601 timestamp",
+        "field broker_id: missing required field",
+        "field broker_id=1.5: must be a whole number",
+        "size must not be negative",
+        "unparsable record",
+    }
+    bad = result.quarantined.where(F.col("reason") == "unparsable record").first()
+    assert bad["row"] == "this is not json"
+
+
+@pytest.mark.spark
+def test_csv_and_parquet_read_the_same_rows(spark, tmp_path: Path) -> None:
+    csv = tmp_path / "s.csv"
+    csv.write_text("ts,broker_id,size,name\n1000,1,2.5,a\n1000,x,1,\n")
+    result = read_telemetry(spark, SCHEMA, str(csv))
+    assert (result.counts().used, result.counts().quarantined) == (1, 1)
+    pq = tmp_path / "pq"
+    result.used.write.parquet(str(pq))
+    again = read_telemetry(spark, SCHEMA, str(pq))
+    assert again.used.collect() == result.used.collect()
+
+
+@pytest.mark.spark
+def test_typed_parquet_columns_are_used_as_they_are_and_others_checked_as_text(spark, tmp_path) -> None:
+    from datetime import UTC, datetime
+
+    pq = tmp_path / "typed"
+    rows = [(datetime(2026, 1, 1, tzinfo=UTC), 1, 1.5, 2.5, "a"),   # native types: used as they are
+            (datetime(2026, 1, 1, tzinfo=UTC), None, 1.0, 1.0, None),  # required value missing
+            (None, 2, 2.0, 0.1, "b"),                                 # required time missing
+            (datetime(2026, 1, 1, tzinfo=UTC), 3, 3.0, -1.0, "c")]    # a row rule still applies
+    spark.createDataFrame(rows, "ts timestamp, broker_id int, other double, size float, name string") \
+        .write.parquet(str(pq))
+    result = read_telemetry(spark, SCHEMA, str(pq))
+    used = result.used.collect()
+    assert [(r["ts"], r["broker_id"], r["size"], r["name"]) for r in used] == [(1767225600000, 1, 2.5, "a")]
+    assert [f.dataType.simpleString() for f in result.used.schema.fields] == [
+        "bigint", "bigint", "double", "string"]
+    reasons = sorted(r["reason"] for r in result.quarantined.collect())
+    assert reasons == ["field broker_id: missing required field", "field ts: missing required field",
+                       "size must not be negative"]
+    # a float column is read as text, so 0.1 stays 0.1 (not 0.10000000149...)
+    floats = tmp_path / "floats"
+    spark.createDataFrame([(1000, "7", 0.1)], "ts long, broker_id string, size float") \
+        .write.parquet(str(floats))
+    (row,) = read_telemetry(spark, SCHEMA, str(floats)).used.collect()
+    assert (row["broker_id"], row["size"]) == (7, 0.1)
+    # a column of a foreign type is checked as text: a double is not a whole number
+    wrong = tmp_path / "wrong"
+    spark.createDataFrame([(1000, 1.5, 1.0)], "ts long, broker_id double, size double") \
+        .write.parquet(str(wrong))
+    (bad,) = read_telemetry(spark, SCHEMA, str(wrong)).quarantined.collect()
+    assert bad["reason"] == "field broker_id=1.5: must be a whole number"
+
+
+def test_reference_coercion_matches_the_rules() -> None:
+    assert SCHEMA.coerce_record(json.loads(ROWS[1]), "f:2")["ts"] == 1767225600000
+    with pytest.raises(InputError, match="f:4: field 'broker_id'=None: missing required field"):
+        SCHEMA.coerce_record(json.loads(ROWS[3]), "f:4")
+    with pytest.raises(InputError, match="size must not be negative"):
+        SCHEMA.coerce_record(json.loads(ROWS[5]), "f:6")
+
+
+@pytest.mark.spark
+def test_a_field_named_reason_is_kept(spark, tmp_path: Path) -> None:
+    from quotaplane.storage.records import COLLECTION_ERRORS
+
+    path = tmp_path / "errors.jsonl"
+    path.write_text('{"ts": 1, "reason": "DESCRIBE_LOG_DIR_ERROR"}\n{"ts": 2, "reason": ""}\n')
+    result = read_telemetry(spark, COLLECTION_ERRORS, str(path))
+    assert [r["reason"] for r in result.used.collect()] == ["DESCRIBE_LOG_DIR_ERROR"]
+    assert [r["reason"] for r in result.quarantined.collect()] == ["reason must not be empty"]

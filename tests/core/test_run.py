@@ -1,0 +1,166 @@
+"""The runner's wiring: policies run in dependency order, configs are checked before Spark starts,
+and summary, metrics and report are written."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from prometheus_client import Gauge
+
+from quotaplane.core import runner as run_module
+from quotaplane.core.errors import ConfigError, ConfigErrors, InputError
+from quotaplane.core.policy import (
+    Input,
+    Outputs,
+    Policy,
+    RunConfigs,
+    StageContext,
+    StageResult,
+    order,
+)
+from quotaplane.core.records import Field, RecordSchema
+from quotaplane.core.report import Section
+from quotaplane.core.spark.readers import ReadCounts
+
+CALLS: list[str] = []
+RECORD = RecordSchema("fake", (Field("ts", "time_ms"),))
+
+
+@dataclass(frozen=True)
+class Published:
+    value: str
+
+
+class FakePolicy(Policy[str]):
+    """Runs when `volumes` exists and a storage config is given; provides `Published`."""
+
+    name = "fake"
+    title = "a stand-in policy"
+    inputs = (Input("volumes", RECORD, "fake volumes"), Input("extra", RECORD, "optional", required=False))
+    provides = (Published,)
+
+    def load_config(self, configs: RunConfigs) -> str | None:
+        if configs.storage is None:
+            return None
+        if configs.storage.name == "bad.properties":
+            raise ConfigError("fake.property", "x", "is bad")
+        return "configured"
+
+    def run_stage(self, ctx: StageContext, config: str, outputs: Outputs) -> StageResult:
+        CALLS.append(self.name)
+        path = ctx.find_input("volumes")
+        assert path is not None and config == "configured"
+        Gauge("fake_gauge", "a test gauge", registry=ctx.registry).set(0.5)
+        outputs.provide(Published("published"))
+        return StageResult(
+            name="fake",
+            summary={"answer": 42},
+            read_counts=[ReadCounts(path, 10, 8, 2)],
+            sections=[Section("Fake policy").text("hello from the fake stage")],
+            console=["fake stage ran"],
+        )
+
+
+class ConsumerPolicy(Policy[str]):
+    """Needs what `FakePolicy` provides; listed first, it must run second."""
+
+    name = "consumer"
+    title = "a policy that needs another"
+    inputs = (Input("volumes", RECORD, "fake volumes"),)
+    needs = (Published,)
+
+    def load_config(self, configs: RunConfigs) -> str | None:
+        return "configured" if configs.storage is not None else None
+
+    def run_stage(self, ctx: StageContext, config: str, outputs: Outputs) -> StageResult:
+        got = outputs.get(Published)
+        CALLS.append(f"{self.name}:{got.value if got else None}")
+        return StageResult(name="consumer", summary={})
+
+
+@pytest.fixture
+def telemetry(tmp_path: Path) -> Path:
+    CALLS.clear()
+    telemetry = tmp_path / "telemetry"
+    (telemetry / "volumes").mkdir(parents=True)
+    (telemetry / "volumes" / "part-0.jsonl").write_text("{}\n")
+    return telemetry
+
+
+def test_run_writes_summary_metrics_and_report(telemetry: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    outcome = run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), out,
+                                      [FakePolicy()], stream=None, spark=object())
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["fake"] == {"answer": 42}
+    assert summary["rows"] == {"read": 10, "used": 8, "quarantined": 2}
+    assert "fake_gauge 0.5" in (out / "metrics.prom").read_text()
+    html = (out / "report.html").read_text()
+    assert "hello from the fake stage" in html and "Overview" in html
+    printed = io.StringIO()
+    run_module.print_outcome(outcome, printed)
+    assert "read 10 = used 8 + quarantined 2" in printed.getvalue()
+    assert "report:   file://" in printed.getvalue()
+
+
+def test_policies_run_in_dependency_order_and_hand_over_outputs(telemetry: Path, tmp_path: Path) -> None:
+    assert [p.name for p in order([ConsumerPolicy(), FakePolicy()])] == ["fake", "consumer"]
+    run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), tmp_path / "out",
+                            [ConsumerPolicy(), FakePolicy()], stream=None, spark=object())
+    assert CALLS == ["fake", "consumer:published"]
+
+
+def test_a_policy_without_its_configuration_does_not_run(telemetry: Path, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no policy could run: expected telemetry"):
+        run_module.run_pipeline(telemetry, RunConfigs(), tmp_path / "out", [FakePolicy()], stream=None,
+                                spark=object())
+    assert CALLS == []
+
+
+def test_run_without_any_input_says_what_it_expected(tmp_path: Path) -> None:
+    CALLS.clear()
+    with pytest.raises(InputError, match=r"no policy could run: expected telemetry \(volumes \(fake\)"):
+        run_module.run_pipeline(tmp_path, RunConfigs(storage=tmp_path / "s.properties"), tmp_path / "out",
+                                [FakePolicy()], stream=None, spark=object())
+    assert CALLS == []
+
+
+def test_bad_configuration_stops_the_run_before_spark_starts(telemetry: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigErrors, match=r"fake\.property=x: is bad"):
+        run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "bad.properties"), tmp_path / "out",
+                                [FakePolicy()], stream=None, spark=None)
+    assert not (tmp_path / "out").exists()
+
+
+def test_inputs_present_but_not_evaluated_are_named(telemetry: Path, tmp_path: Path) -> None:
+    (telemetry / "extra.jsonl").write_text("{}\n")
+
+    class Other(FakePolicy):
+        name = "other"
+        inputs = (Input("backlog", RECORD, "absent"), Input("extra", RECORD, "present"))
+
+        def load_config(self, configs: RunConfigs) -> str | None:
+            return None
+
+    out = tmp_path / "out"
+    outcome = run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), out,
+                                      [FakePolicy(), Other()], stream=None, spark=object())
+    assert outcome.not_evaluated == []  # `extra` is an input of the fake policy, which ran
+    (telemetry / "backlog.jsonl").write_text("{}\n")
+    outcome = run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), out,
+                                      [FakePolicy(), Other()], stream=None, spark=object())
+    assert outcome.not_evaluated == ["backlog"]
+    assert json.loads((out / "summary.json").read_text())["inputs_not_evaluated"] == ["backlog"]
+    printed = io.StringIO()
+    run_module.print_outcome(outcome, printed)
+    assert "input backlog: present but not evaluated" in printed.getvalue()
+
+
+def test_run_rejects_a_missing_telemetry_directory(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="is not a directory"):
+        run_module.run_pipeline(tmp_path / "nope", RunConfigs(), tmp_path / "out", [FakePolicy()],
+                                stream=None, spark=object())
