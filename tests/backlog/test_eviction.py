@@ -7,12 +7,12 @@ import pytest
 from quotaplane.backlog.engine.eviction import (
     entries_to_skip,
     eviction_target,
-    java_int,
-    java_long,
     size_eviction,
     time_evictions,
 )
 from quotaplane.backlog.engine.model import Eviction
+from quotaplane.core.javamath import double_to_int as java_int
+from quotaplane.core.javamath import double_to_long as java_long
 from tests.backlog.builders import snap
 
 

@@ -19,6 +19,7 @@ from quotaplane.clients.engine.resolution import QuotaResolver
 from quotaplane.clients.engine.settings import ClientQuotaSettings
 from quotaplane.clients.engine.storage_factor import FactorTimeline, StorageDecision
 from quotaplane.clients.spark.evaluate import FactorTable, group_function
+from quotaplane.core.javamath import long_to_int, math_round
 from tests.clients.scenarios import (
     configs,
     decision_lists,
@@ -135,8 +136,8 @@ def test_segment_starts_follow_the_completion_rule(window_ms: int) -> None:
 
 def test_java_round_edges_vectorised() -> None:
     x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 0.49999999999999994, np.nan, 1e300, -1e300, 2.4999])
-    assert kernels.java_round(x).tolist() == [1, 2, 3, 0, -1, 0, 0, 2**63 - 1, -(2**63), 2]
-    assert kernels.java_int(np.array([2**63 - 1, 2**31, 2**31 - 1, -1])).tolist() == [-1, -(2**31),
+    assert math_round.array(x).tolist() == [1, 2, 3, 0, -1, 0, 0, 2**63 - 1, -(2**63), 2]
+    assert long_to_int.array(np.array([2**63 - 1, 2**31, 2**31 - 1, -1])).tolist() == [-1, -(2**31),
                                                                                        2**31 - 1, -1]
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from quotaplane.backlog.names import TOPIC_FORM, is_namespace_name, is_topic_name
 from quotaplane.core.errors import ConfigError, ConfigErrors
+from quotaplane.core.javamath import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
 from quotaplane.core.properties import closest_name
 
 PRODUCER_REQUEST_HOLD = "producer_request_hold"
@@ -36,8 +37,6 @@ MESSAGE_AGE = "message_age"  # the time quota
 QUOTA_TYPES = (DESTINATION_STORAGE, MESSAGE_AGE)
 LIMIT_KEY = {DESTINATION_STORAGE: "limitSize", MESSAGE_AGE: "limitTime"}
 
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 BYTES_IN_GIGABYTE = 1024 * 1024 * 1024
 
 # Broker configuration keys (Pulsar ServiceConfiguration names) and their defaults.

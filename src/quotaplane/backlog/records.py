@@ -8,7 +8,7 @@ that ledger is still open: then the estimate mode has no age). See docs/telemetr
 
 from __future__ import annotations
 
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from quotaplane.backlog.names import (
     NAMESPACE_PATTERN_JAVA,
@@ -18,6 +18,15 @@ from quotaplane.backlog.names import (
 )
 from quotaplane.core.policy import Input
 from quotaplane.core.records import Field, RecordSchema, Rule
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+
+def _namespace(topic: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.regexp_extract(topic, NAMESPACE_PATTERN_JAVA, 1)
 
 
 def _partitioned_topic_is_bad(row: dict) -> bool:
@@ -61,8 +70,7 @@ BACKLOG_SNAPSHOTS = RecordSchema(
         Rule("partitioned_topic must be persistent://tenant/namespace/name in the same namespace",
              lambda c: c["partitioned_topic"].isNotNull() & (
                  ~c["partitioned_topic"].rlike(TOPIC_PATTERN_JAVA)
-                 | (F.regexp_extract(c["partitioned_topic"], NAMESPACE_PATTERN_JAVA, 1)
-                    != F.regexp_extract(c["topic"], NAMESPACE_PATTERN_JAVA, 1))),
+                 | (_namespace(c["partitioned_topic"]) != _namespace(c["topic"]))),
              _partitioned_topic_is_bad),
     ),
 )

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from quotaplane.clients.config import DOUBLE_MAX, load_client_quotas
+from quotaplane.clients.config import load_client_quotas
 from quotaplane.clients.engine.entities import LEVEL_PATHS, level_entity
 from quotaplane.clients.engine.evaluate import ClientQuotaEngine, RequestOutcome
 from quotaplane.clients.engine.quota_types import CONFIG_KEY, QUOTA_TYPES
@@ -25,6 +25,7 @@ from quotaplane.clients.engine.settings import MUTATION_MODES, STRICT, ClientQuo
 from quotaplane.clients.engine.storage_factor import FactorTimeline, StorageDecision
 from quotaplane.clients.records import read_requests_jsonl
 from quotaplane.core.errors import ConfigError, InputError
+from quotaplane.core.javamath import DOUBLE_MAX
 from quotaplane.core.policy import Evaluator, ReferenceEvaluation
 
 OUTPUT_FIELDS = ("ts_ms", "broker_id", "user", "client_id", "quota_type", "value", "tag_user",

@@ -28,6 +28,7 @@ from quotaplane.clients.engine.entities import DEFAULT, DEFAULT_NAME, ClientQuot
 from quotaplane.clients.engine.quota_types import CONFIG_KEY, LONG_KEYS
 from quotaplane.clients.engine.settings import ClientQuotaSettings
 from quotaplane.core.errors import ConfigError, ConfigErrors
+from quotaplane.core.javamath import DOUBLE_MAX, INT_MAX
 from quotaplane.core.properties import closest_name, load_properties, parse_bool, parse_double, parse_long
 
 QUOTA_KEYS: tuple[str, ...] = tuple(CONFIG_KEY.values())
@@ -43,7 +44,6 @@ METRICS_NUM_SAMPLES = "metrics.num.samples"
 METRICS_SAMPLE_WINDOW_MS = "metrics.sample.window.ms"
 VALUE_METRIC_ENABLE = "client.quota.value.metric.enable"
 STATIC_PRODUCE = "client.quota.callback.static.produce"
-DOUBLE_MAX = 1.7976931348623157e308
 
 _USER = r"(?:user-principal '(?P<user>.*?)'|(?P<user_default>(?:the )?default user-principal))"
 _CLIENT = r"(?:client-id '(?P<client>.*?)'|(?P<client_default>(?:the )?default client-id))"
@@ -274,7 +274,7 @@ def settings_from_properties(props: Mapping[str, str], **overrides: Any) -> Clie
         except ConfigError as exc:
             errors.append(exc)
             continue
-        if value is None or value < 1 or value > 2**31 - 1:
+        if value is None or value < 1 or value > INT_MAX:
             errors.append(ConfigError(key, props.get(key), "must be an INT of at least 1"))
             continue
         values[name] = value

@@ -9,8 +9,7 @@ topic of a CreateTopics/CreatePartitions/DeleteTopics request mutates.
 from __future__ import annotations
 
 from pathlib import Path
-
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from quotaplane.clients.engine.evaluate import ClientRequest
 from quotaplane.clients.engine.quota_types import (
@@ -24,6 +23,9 @@ from quotaplane.core.jsonl import read_records
 from quotaplane.core.policy import Input
 from quotaplane.core.records import Field, RecordSchema, Rule
 
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
 QUOTA_TYPE_RULE = f"quota_type must be one of {', '.join(QUOTA_TYPES)}"
 VALUE_NAN_RULE = "value must be a number, not NaN"
 VALUE_NEGATIVE_RULE = "value must not be negative"
@@ -31,6 +33,14 @@ VALUE_WHOLE_RULE = "value must be a whole number for produce, fetch and controll
 VALUE_RANGE_RULE = f"value must be at most {MAX_EXACT_VALUE}"
 VALUE_REQUEST_RANGE_RULE = f"value must be at most {MAX_REQUEST_MS} ms for request"
 USER_EMPTY_RULE = "user must not be empty (Kafka's unauthenticated principal is ANONYMOUS)"
+
+
+
+def _isnan(value: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.isnan(value)
+
 
 CLIENT_REQUESTS = RecordSchema(
     name="client_requests",
@@ -48,12 +58,12 @@ CLIENT_REQUESTS = RecordSchema(
     rules=(
         Rule(QUOTA_TYPE_RULE, lambda c: ~c["quota_type"].isin(*QUOTA_TYPES),
              lambda r: r["quota_type"] not in QUOTA_TYPES),
-        Rule(VALUE_NAN_RULE, lambda c: F.isnan(c["value"]), lambda r: r["value"] != r["value"]),
+        Rule(VALUE_NAN_RULE, lambda c: _isnan(c["value"]), lambda r: r["value"] != r["value"]),
         Rule(VALUE_NEGATIVE_RULE, lambda c: c["value"] < 0, lambda r: r["value"] < 0),
-        Rule(VALUE_RANGE_RULE, lambda c: c["value"] > F.lit(float(MAX_EXACT_VALUE)),
+        Rule(VALUE_RANGE_RULE, lambda c: c["value"] > float(MAX_EXACT_VALUE),
              lambda r: r["value"] > MAX_EXACT_VALUE),
         Rule(VALUE_REQUEST_RANGE_RULE,
-             lambda c: (c["quota_type"] == REQUEST) & (c["value"] > F.lit(float(MAX_REQUEST_MS))),
+             lambda c: (c["quota_type"] == REQUEST) & (c["value"] > float(MAX_REQUEST_MS)),
              lambda r: r["quota_type"] == REQUEST and r["value"] > MAX_REQUEST_MS),
         Rule(VALUE_WHOLE_RULE,
              lambda c: c["quota_type"].isin(*WHOLE_VALUE_TYPES) & (c["value"] % 1 != 0),

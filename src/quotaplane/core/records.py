@@ -9,22 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from pyspark.sql import Column
-from pyspark.sql import types as T
+from typing import TYPE_CHECKING, Any, Literal
 
 from quotaplane.core.errors import InputError
 
-FieldType = Literal["long", "double", "string", "time_ms", "bool"]
+if TYPE_CHECKING:  # the Spark forms are built lazily: the reference engines run without pyspark
+    from pyspark.sql import Column
+    from pyspark.sql import types as T
 
-_SPARK_TYPES: dict[str, T.DataType] = {
-    "long": T.LongType(),
-    "double": T.DoubleType(),
-    "string": T.StringType(),
-    "time_ms": T.LongType(),
-    "bool": T.BooleanType(),
-}
+FieldType = Literal["long", "double", "string", "time_ms", "bool"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +35,10 @@ class Field:
 
     @property
     def spark_type(self) -> T.DataType:
-        return _SPARK_TYPES[self.type]
+        from pyspark.sql import types as T
+
+        return {"long": T.LongType(), "double": T.DoubleType(), "string": T.StringType(),
+                "time_ms": T.LongType(), "bool": T.BooleanType()}[self.type]
 
 
 @dataclass(frozen=True)
@@ -73,10 +69,14 @@ class RecordSchema:
 
     def spark_schema(self) -> T.StructType:
         """The typed schema of a used (valid) row."""
+        from pyspark.sql import types as T
+
         return T.StructType([T.StructField(f.name, f.spark_type, not f.required) for f in self.fields])
 
     def raw_schema(self) -> T.StructType:
         """All fields as strings: how rows are read before they are checked, so nothing is lost."""
+        from pyspark.sql import types as T
+
         return T.StructType([T.StructField(f.name, T.StringType(), True) for f in self.fields])
 
     def get(self, name: str) -> Field:

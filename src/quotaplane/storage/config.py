@@ -10,13 +10,13 @@ The rules are in docs/storage-quotas.md; each check below cites the spec section
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
 
 from quotaplane.core.errors import ConfigError, ConfigErrors
+from quotaplane.core.javamath import DOUBLE_MAX, INT_MAX, INT_MIN, LONG_MAX
 from quotaplane.core.properties import closest_name, load_properties, parse_double, parse_long
 from quotaplane.storage import names as N
 from quotaplane.storage.names import Dialect, LimitKind, LimitLevel
@@ -28,9 +28,6 @@ from quotaplane.storage.values import (
 )
 
 Source = Literal["local", "cluster"]
-LONG_MAX = 2**63 - 1
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-DOUBLE_MAX = sys.float_info.max
 STRIMZI_DEFAULT_INTERVAL_S = 60
 STRIMZI_DEFAULT_VALIDITY = "PT5M"
 

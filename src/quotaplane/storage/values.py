@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 
+from quotaplane.core.javamath import LONG_MAX
+
 NANOS_PER_SECOND = 1_000_000_000
 NANOS_PER_MS = 1_000_000
-_LONG_MAX = 2**63 - 1
 
 # The grammar of java.time.Duration.parse: PnDTnHnMn.nS, each part optionally signed, case-insensitive,
 # fraction (`.` or `,`, up to 9 digits) on seconds only.
@@ -37,7 +38,7 @@ def parse_iso_duration_ns(text: str) -> int | None:
     nanos = int((fraction or "").ljust(9, "0")) if fraction else 0
     if seconds is not None and seconds.startswith("-"):
         nanos = -nanos
-    if abs(total_seconds) > _LONG_MAX:
+    if abs(total_seconds) > LONG_MAX:
         return None  # Java raises ArithmeticException, reported as a parse failure
     total = total_seconds * NANOS_PER_SECOND + nanos
     return -total if m.group(1) == "-" else total

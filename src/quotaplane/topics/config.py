@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from quotaplane.core.errors import ConfigError, ConfigErrors
+from quotaplane.core.javamath import INT_MAX, LONG_MAX, LONG_MIN
 from quotaplane.core.properties import closest_name, load_properties
 from quotaplane.topics.records import TOPIC_NAME_RULE, is_legal_topic_name
 
@@ -37,8 +38,6 @@ TOPIC_KEY_PATTERN = "topic.<name>.bytes.in.per.sec.threshold[@<epoch ms>]"
 # Kafka's default `message.max.bytes`: 1 MiB plus the 12-byte log overhead of a record batch.
 DEFAULT_MESSAGE_MAX_BYTES = 1024 * 1024 + 12
 DEFAULT_INTERVAL_MS = 60_000
-LONG_MAX = 2**63 - 1
-INT_MAX = 2**31 - 1
 
 KNOWN_KEYS = (TOTAL_THRESHOLD, MESSAGE_MAX_BYTES, INTERVAL_MS)
 _TS = re.compile(r"[+-]?[0-9]+")
@@ -187,7 +186,7 @@ def _parse_topic_key(key: str, raw: str, position: int) -> ThresholdChange | Non
         if not _TS.fullmatch(ts_text.strip()):
             raise ConfigError(key, raw, f"the change time {ts_text!r} after '@' must be epoch milliseconds")
         ts_ms = int(ts_text.strip())
-        if not -(2**63) <= ts_ms <= LONG_MAX:
+        if not LONG_MIN <= ts_ms <= LONG_MAX:
             raise ConfigError(key, raw, f"the change time {ts_ms} is out of the range of a LONG")
     text = raw.strip()
     if text == "" and ts_ms is not None:

@@ -18,29 +18,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from quotaplane.backlog.engine.model import Eviction, Snapshot
+from quotaplane.core.javamath import double_to_int, double_to_long
 
 REDUCTION_FACTOR = 0.9
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
-
-
-def java_int(x: float) -> int:
-    """Java's `(int)` of a double: truncate toward zero, saturate at the int range, NaN is 0."""
-    if x != x:
-        return 0
-    return INT_MAX if x >= INT_MAX else INT_MIN if x <= INT_MIN else int(x)
-
-
-def java_long(x: float) -> int:
-    """Java's `(long)` of a double: truncate toward zero, saturate at the long range, NaN is 0."""
-    if x != x:
-        return 0
-    return LONG_MAX if x >= LONG_MAX else LONG_MIN if x <= LONG_MIN else int(x)
 
 
 def eviction_target(limit: int) -> int:
     """`computeEvictionTarget`: `(long)(0.9 * limit)`."""
-    return java_long(REDUCTION_FACTOR * float(limit))
+    return double_to_long(REDUCTION_FACTOR * float(limit))
 
 
 def entries_to_skip(backlog_size_bytes: int, size_limit: int, entries: int) -> int:
@@ -48,7 +33,7 @@ def entries_to_skip(backlog_size_bytes: int, size_limit: int, entries: int) -> i
     target = eviction_target(size_limit)
     if backlog_size_bytes <= target:
         return 0
-    return java_int(float(backlog_size_bytes - target) * float(entries) / float(backlog_size_bytes))
+    return double_to_int(float(backlog_size_bytes - target) * float(entries) / float(backlog_size_bytes))
 
 
 def size_eviction(oldest: Snapshot | None, size_limit: int) -> tuple[Eviction, ...]:
@@ -69,8 +54,8 @@ def older_than(tick_ms: int, snapshot: Snapshot, cutoff_ms: int) -> Eviction:
     if cutoff_ms <= oldest:
         return Eviction(snapshot.subscription, 0, 0)
     fraction = float(cutoff_ms - oldest) / float(tick_ms - oldest)
-    return Eviction(snapshot.subscription, java_int(fraction * float(snapshot.backlog_entries)),
-                    java_long(fraction * float(snapshot.backlog_size_bytes)))
+    return Eviction(snapshot.subscription, double_to_int(fraction * float(snapshot.backlog_entries)),
+                    double_to_long(fraction * float(snapshot.backlog_size_bytes)))
 
 
 def time_evictions(tick_ms: int, rows: Iterable[Snapshot], oldest: Snapshot | None, time_limit: int,

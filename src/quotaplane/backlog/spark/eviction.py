@@ -15,23 +15,23 @@ from pyspark.sql import functions as F
 
 from quotaplane.backlog.engine.eviction import REDUCTION_FACTOR
 from quotaplane.backlog.engine.model import SIZE, TIME
-from quotaplane.core.spark.javamath_columns import as_double, java_int, java_long
+from quotaplane.core.javamath import double_to_int, double_to_long
 
 COLUMNS = ("ts_ms", "topic", "quota_type", "subscription", "entries", "bytes")
 
 
 def eviction_target(limit: Column) -> Column:
     """`(long)(0.9 * limit)`."""
-    return java_long(F.lit(REDUCTION_FACTOR) * as_double(limit))
+    return double_to_long.column(F.lit(REDUCTION_FACTOR) * limit.cast("double"))
 
 
 def _older_than(cutoff: Column, publish: Column, entries: Column, size: Column) -> tuple[Column, Column]:
-    fraction = as_double(cutoff - publish) / as_double(F.col("ts_ms") - publish)
+    fraction = (cutoff - publish).cast("double") / (F.col("ts_ms") - publish).cast("double")
     later = cutoff <= publish
     zero = F.lit(0).cast("long")
     return (
-        F.when(later, zero).otherwise(java_int(fraction * as_double(entries))),
-        F.when(later, zero).otherwise(java_long(fraction * as_double(size))),
+        F.when(later, zero).otherwise(double_to_int.column(fraction * entries.cast("double"))),
+        F.when(later, zero).otherwise(double_to_long.column(fraction * size.cast("double"))),
     )
 
 
@@ -43,9 +43,8 @@ def evictions(precise: bool) -> Callable[[DataFrame], DataFrame]:
         # Size: the first skip on the slowest cursor.
         size, entries = F.col("topic_backlog_size_bytes"), F.col("topic_backlog_entries")
         target = eviction_target(F.col("size_limit"))
-        skip = F.when(
-            size > target, java_int(as_double(size - target) * as_double(entries) / as_double(size))
-        )
+        skip = F.when(size > target, double_to_int.column(
+            (size - target).cast("double") * entries.cast("double") / size.cast("double")))
         by_size = (
             runs.where((F.col("exceeded") == SIZE) & (F.col("_rank") == 1))
             .withColumn("entries", skip)

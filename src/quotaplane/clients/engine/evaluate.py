@@ -36,7 +36,7 @@ from quotaplane.clients.engine.sampled_rate import SampledRate
 from quotaplane.clients.engine.settings import STRICT, ClientQuotaSettings
 from quotaplane.clients.engine.storage_factor import FactorTimeline
 from quotaplane.clients.engine.token_bucket import TokenBucket
-from quotaplane.core.javamath import java_int, java_round, rate_throttle_ms, token_throttle_ms
+from quotaplane.core.javamath import long_to_int, math_round, rate_throttle_ms, token_throttle_ms
 
 CLIENT = "client"
 STATIC = "static"
@@ -96,7 +96,7 @@ class RequestOutcome:
 def value_units(quota_type: str, value: float) -> int:
     """The whole units Kafka records: request time in ms becomes nanoseconds (rounded half up)."""
     if quota_type == REQUEST:
-        return java_round(value * 1e6)
+        return math_round(value * 1e6)
     if value != int(value):
         raise ValueError(f"{quota_type} value {value} must be a whole number")
     return int(value)
@@ -206,7 +206,7 @@ class ClientQuotaEngine:
             raw = rate_throttle_ms(rate, limit, window)
             if quota_type == REQUEST:
                 raw = min(raw, s.request_max_throttle_ms)
-            throttle = max(java_int(raw), 0)
+            throttle = max(long_to_int(raw), 0)
         if quota_type == FETCH and throttle > 0:
             state.record(-units, t)
         return rate, window, violated, throttle
@@ -240,6 +240,6 @@ class ClientQuotaEngine:
                 tokens = bucket.measure(limit, t)
                 violated = tokens < 0
             if violated:
-                throttle = max(java_int(token_throttle_ms(tokens, limit)), 0)
+                throttle = max(long_to_int(token_throttle_ms(tokens, limit)), 0)
         rate, window = rate_state.measure(t)
         return rate, window, tokens, violated, throttle

@@ -39,31 +39,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-LONG_MAX = np.int64(2**63 - 1)
-LONG_MIN = np.int64(-(2**63))
-_TWO_63 = 9.223372036854775807e18
+from quotaplane.core.javamath import long_to_int, math_round
+
 NANOS_TO_PERCENTAGE_PER_SECOND = 100.0 / 1_000_000_000
-
-
-def java_round(x: np.ndarray) -> np.ndarray:
-    """`Math.round` on each element: exact half-up, NaN -> 0, saturating at the long range."""
-    x = np.asarray(x, dtype=np.float64)
-    out = np.zeros(x.shape, dtype=np.int64)
-    big = x >= _TWO_63
-    small = x <= -_TWO_63
-    ok = ~(big | small | np.isnan(x))
-    xs = x[ok]
-    floor = np.floor(xs)
-    out[ok] = (floor + (xs - floor >= 0.5)).astype(np.int64)
-    out[big] = LONG_MAX
-    out[small] = LONG_MIN
-    return out
-
-
-def java_int(values: np.ndarray) -> np.ndarray:
-    """The `(int)` cast of longs: the low 32 bits, signed."""
-    low = np.asarray(values, dtype=np.int64) & np.int64(0xFFFFFFFF)
-    return np.where(low >= 2**31, low - 2**32, low)
 
 
 def segment_starts(t: np.ndarray, window_ms: int) -> np.ndarray:
@@ -122,10 +100,10 @@ def rate_throttle(rate: np.ndarray, limit: np.ndarray, window_ms: np.ndarray,
     int the quota manager returns; a throttle that is not positive is none. `limit` NaN: unlimited."""
     violated = ~np.isnan(limit) & (rate > limit)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        raw = java_round((rate - limit) / limit * window_ms.astype(np.float64))
+        raw = math_round.array((rate - limit) / limit * window_ms.astype(np.float64))
     if cap_ms is not None:
         raw = np.minimum(raw, cap_ms)
-    throttle = np.where(violated, np.maximum(java_int(raw), 0), 0)
+    throttle = np.where(violated, np.maximum(long_to_int.array(raw), 0), 0)
     return violated, throttle
 
 
@@ -164,22 +142,6 @@ def sampled_group(t: np.ndarray, units: np.ndarray, limit: np.ndarray, samples: 
     return GroupResult(rate, windows.window_ms, np.full(n, np.nan), violated, throttle)
 
 
-def _scalar_round(x: float) -> int:
-    if x != x:
-        return 0
-    if x >= _TWO_63:
-        return int(LONG_MAX)
-    if x <= -_TWO_63:
-        return int(LONG_MIN)
-    f = int(np.floor(x))
-    return f + 1 if x - f >= 0.5 else f
-
-
-def _scalar_int(value: int) -> int:
-    low = value & 0xFFFFFFFF
-    return low - (1 << 32) if low >= (1 << 31) else low
-
-
 def _unrecord(spans: list[tuple[int, int, int]], units: np.ndarray, limit: np.ndarray,
               windows: RateWindows, prefix: np.ndarray, rate: np.ndarray, violated: np.ndarray,
               throttle: np.ndarray) -> None:
@@ -207,7 +169,7 @@ def _unrecord(spans: list[tuple[int, int, int]], units: np.ndarray, limit: np.nd
             if v:
                 diff = r - bound
                 x = (diff / bound if bound != 0.0 else inf) * float(window)
-                t_ms = max(_scalar_int(_scalar_round(x)), 0)
+                t_ms = max(long_to_int(math_round(x)), 0)
             rates[i] = r
             viol[i] = v
             thr[i] = t_ms
@@ -276,7 +238,7 @@ def mutation_group(t: np.ndarray, units: np.ndarray, limit: float, strict: bool,
             tokens_out[i] = tokens
             if violated:
                 x = ((-tokens) / limit if limit != 0.0 else float("inf")) * 1000.0
-                thr[i] = max(_scalar_int(_scalar_round(x)), 0)
+                thr[i] = max(long_to_int(math_round(x)), 0)
         for j in range(len(starts)):
             if ti - lasts[j] >= expire:
                 starts[j] = ti

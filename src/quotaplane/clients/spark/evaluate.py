@@ -39,6 +39,7 @@ from quotaplane.clients.engine.quota_types import (
 )
 from quotaplane.clients.engine.settings import STRICT, ClientQuotaSettings
 from quotaplane.clients.spark.resolution import KEY_COLUMNS
+from quotaplane.core.javamath import math_round
 
 # The sharing group: one sensor state per (config, broker, quota type, metric tags). Sharing groups
 # are handed to Python in buckets (tag_id mod BUCKETS), so that many small groups do not each pay
@@ -109,7 +110,7 @@ class FactorTable:
 
 def units_of(quota_type: str, value: np.ndarray) -> np.ndarray:
     if quota_type == REQUEST:
-        return kernels.java_round(value * 1e6)
+        return math_round.array(value * 1e6)
     return value.astype(np.int64)
 
 

@@ -12,7 +12,8 @@ from typing import Any
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from quotaplane.storage.config import LONG_MAX, StorageConfig
+from quotaplane.core.javamath import LONG_MAX
+from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.metrics import StorageMetricState
 from quotaplane.storage.summary import EvaluationSummary, iso
 

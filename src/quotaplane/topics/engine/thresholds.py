@@ -19,11 +19,12 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from quotaplane.core.javamath import LONG_MIN
 from quotaplane.topics.config import TopicQuotaConfig
 from quotaplane.topics.engine.decision import DEFAULT_SHARE, EXPLICIT
 
 # When the plain keys take effect: the smallest LONG, at or before any request.
-SINCE_START = -(2**63)
+SINCE_START = LONG_MIN
 
 
 @dataclass(frozen=True)

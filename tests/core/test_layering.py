@@ -1,0 +1,122 @@
+"""Dependencies point one way: model <- config <- engine (no pyspark) <- spark <- runner <- cli.
+
+The reference engines, configs, record schemas, metrics, reports and the reference CLI must work
+where pyspark is not installed: each is imported in a fresh interpreter in which pyspark (and py4j)
+cannot be imported. The direction of the imports is checked from the source text.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "quotaplane"
+POLICIES = ("storage", "clients", "topics", "backlog")
+PURE = [
+    "quotaplane.core.policy", "quotaplane.core.commands", "quotaplane.core.records", "quotaplane.core.jsonl",
+    "quotaplane.core.javamath", "quotaplane.core.exposition", "quotaplane.core.report",
+    "quotaplane.core.properties", "quotaplane.cli", "quotaplane.registry", "quotaplane.sim",
+    *[f"quotaplane.{p}.{m}" for p in POLICIES
+      for m in ("engine", "config", "records", "metrics", "report", "cli", "policy")],
+    *[f"quotaplane.{p}.engine.{f.stem}" for p in POLICIES for f in sorted((SRC / p / "engine").glob("*.py"))
+      if f.stem != "__init__"],
+]
+# Run first in the child: pyspark and py4j cannot be imported.
+BLOCK = """
+import sys
+class _NoSpark:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("pyspark", "py4j"):
+            raise ImportError(f"pyspark is not installed here (asked for {name})")
+        return None
+sys.meta_path.insert(0, _NoSpark())
+"""
+
+
+def _run(code: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", BLOCK + code], capture_output=True, text=True, cwd=cwd,
+                          timeout=120)
+
+
+def test_the_block_works() -> None:
+    result = _run("import pyspark")
+    assert result.returncode != 0 and "pyspark is not installed here" in result.stderr
+
+
+def test_pure_modules_import_without_pyspark() -> None:
+    code = "import importlib, traceback\nfailed = []\n"
+    code += f"for name in {PURE!r}:\n"
+    code += ("    try:\n        importlib.import_module(name)\n"
+             "    except Exception:\n        failed.append(name + ': ' + traceback.format_exc(limit=-3))\n"
+             "print('\\n'.join(failed))\n")
+    result = _run(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == ""
+
+
+def test_storage_evaluate_runs_without_pyspark(tmp_path: Path) -> None:
+    config = tmp_path / "storage.properties"
+    config.write_text("client.quota.callback.static.storage.volume.source=cluster\n"
+                      "client.quota.callback.static.storage.perVolumeLimit.availableRatioBelow.soft=0.2\n"
+                      "client.quota.callback.static.storage.perVolumeLimit.availableRatioBelow.hard=0.05\n"
+                      "client.quota.callback.static.produce=1000\n")
+    volumes = tmp_path / "volumes.jsonl"
+    volumes.write_text(json.dumps({"broker_id": 1, "log_dir": "/d", "total_bytes": 1000,
+                                   "available_bytes": 100}) + "\n")
+    result = _run("from quotaplane.cli import main\n"
+                  f"raise SystemExit(main(['storage', 'evaluate', '--config', {str(config)!r}, "
+                  f"'--volumes', {str(volumes)!r}]))")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["throttle_factor"] == pytest.approx(1 / 3)
+
+
+def _module_imports(path: Path) -> list[str]:
+    """The modules `path` imports at module level (not inside functions or TYPE_CHECKING blocks)."""
+    tree = ast.parse(path.read_text())
+    names: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        for sub in ast.walk(node) if not isinstance(node, ast.FunctionDef | ast.ClassDef) else ():
+            if isinstance(sub, ast.Import):
+                names += [a.name for a in sub.names]
+            elif isinstance(sub, ast.ImportFrom) and sub.module:
+                names += [sub.module, *[f"{sub.module}.{a.name}" for a in sub.names]]
+    return names
+
+
+def _source_modules() -> dict[str, Path]:
+    out = {}
+    for path in SRC.rglob("*.py"):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def test_imports_point_one_way() -> None:
+    problems = []
+    for name, path in _source_modules().items():
+        imports = _module_imports(path)
+        parts = name.split(".")
+        spark_side = "spark" in parts or name in ("quotaplane.core.runner",)
+        if not spark_side and any(i.split(".")[0] in ("pyspark", "py4j") for i in imports):
+            problems.append(f"{name} imports pyspark at module level")
+        if not spark_side and any(".spark" in i and i.startswith("quotaplane.") for i in imports):
+            problems.append(f"{name} imports a Spark module at module level")
+        if len(parts) > 1 and parts[1] == "core" and any(i.split(".")[1] in POLICIES for i in imports
+                                      if i.startswith("quotaplane.") and len(i.split(".")) > 1):
+            problems.append(f"{name}: quotaplane.core imports a policy package")
+        if len(parts) > 2 and parts[1] in POLICIES and parts[2] == "engine":
+            above = ("cli", "policy", "metrics", "report", "spark")
+            bad = [i for i in imports if i.startswith(f"quotaplane.{parts[1]}.")
+                   and i.split(".")[2] in above]
+            if bad:
+                problems.append(f"{name}: the engine imports a layer above it: {bad}")
+        if parts[-1] == "report" and any(i.startswith("quotaplane.") and ".spark" in i for i in imports):
+            problems.append(f"{name}: a report imports the Spark side")
+    assert problems == []
