@@ -8,22 +8,31 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-# Differential tests run a Spark job per example: keep the example count modest and never
-# fail on timing. `HYPOTHESIS_PROFILE=thorough` runs many more examples on demand.
+# Example counts live here and nowhere else. Pure-Python properties use the loaded profile
+# ("default", or "thorough" with HYPOTHESIS_PROFILE=thorough); the other kinds of property test take
+# theirs with `@settings(parent=settings.get_profile(KIND))`, scaled the same way:
+# - "kernel": a numpy kernel against the reference engine (cheap per example);
+# - "differential": both engines on generated telemetry, one Spark job per example (no shrinking:
+#   each step would be a Spark job, and the failure names the scenario and the row).
+THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
+SCALE = 16 if THOROUGH else 1
 settings.register_profile(
     "default", max_examples=25, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-settings.register_profile("spark", max_examples=12, deadline=None,
-                          suppress_health_check=list(HealthCheck))
 settings.register_profile("thorough", max_examples=400, deadline=None,
                           suppress_health_check=list(HealthCheck))
+settings.register_profile("kernel", max_examples=400 * (4 if THOROUGH else 1), deadline=None,
+                          suppress_health_check=list(HealthCheck))
+settings.register_profile("differential", max_examples=4 * SCALE, deadline=None,
+                          suppress_health_check=list(HealthCheck),
+                          phases=[Phase.explicit, Phase.reuse, Phase.generate])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 REPO = Path(__file__).resolve().parents[1]

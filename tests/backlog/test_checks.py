@@ -1,4 +1,4 @@
-"""The check of one topic at one tick, at every boundary (reference facts B1)."""
+"""The check of one topic at one tick, at every boundary (Pulsar `BrokerService.monitorBacklogQuota`)."""
 
 from __future__ import annotations
 

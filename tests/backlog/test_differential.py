@@ -1,40 +1,92 @@
 """The reference engine and the Spark pipeline agree exactly on generated telemetry.
 
 Each hypothesis example is a fleet of independent scenarios (one namespace each) evaluated in
-both time-check modes; every output of every mode is collected in ONE Spark job.
+both time-check modes; every output of every mode is collected in ONE Spark job and compared with
+the one differential harness.
 """
 
 from __future__ import annotations
 
-import pytest
-from hypothesis import HealthCheck, given, settings
+from collections.abc import Iterable
+from typing import Any
 
+import pytest
+from hypothesis import given, settings
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from quotaplane.backlog.config import BacklogPolicies
+from quotaplane.backlog.engine.evaluate import evaluate
+from quotaplane.backlog.engine.model import Snapshot
+from quotaplane.backlog.engine.stats import namespace_metrics, partitioned_stats, topic_metrics, topic_stats
 from quotaplane.backlog.records import BACKLOG_SNAPSHOTS
-from tests.backlog.compare import as_strings, collect_all, reference_outputs, spark_frames
+from quotaplane.backlog.spark.evaluate import checks_of, decided_rows, derive, evictions_of
 from tests.backlog.strategies import fleet, with_precise
+from tests.support.differential import assert_tables_equal, collect_tables
 
 FIELDS = BACKLOG_SNAPSHOTS.field_names
+CHECK_FIELDS = ("ts_ms", "topic", "namespace", "partitioned_topic", "backlog_size_bytes", "backlog_entries",
+                "backlog_age_seconds", "oldest_subscription", "size_limit", "time_limit", "size_policy",
+                "time_policy", "size_level", "time_level", "exceeded", "action", "producers", "eviction_run",
+                "size_evictions_total", "time_evictions_total")
+STATS_FIELDS = ("topic", "backlogQuotaLimitSize", "backlogQuotaLimitTime", "oldestBacklogMessageAgeSeconds",
+                "oldestBacklogMessageSubscriptionName")
+METRIC_FIELDS = ("namespace", "topic", "backlog_size_bytes", "backlog_age_seconds", "size_limit",
+                 "time_limit", "size_evictions", "time_evictions")
+EVICTION_FIELDS = ("ts_ms", "topic", "quota_type", "subscription", "entries", "bytes")
 
 
-# A few examples of 20 scenarios x 2 modes each (HYPOTHESIS_PROFILE=thorough runs ~16x more).
-EXAMPLES = max(3, settings.default.max_examples // 8)
+def reference_outputs(tag: str, policies: BacklogPolicies,
+                      snapshots: Iterable[Snapshot]) -> dict[str, list[dict[str, Any]]]:
+    results = evaluate(policies, snapshots)
+    checks = []
+    for r in results:
+        q = r.quotas
+        values = (r.ts_ms, r.topic, r.namespace, r.partitioned_topic, r.backlog_size_bytes, r.backlog_entries,
+                  r.backlog_age_seconds, r.oldest_subscription, q.size_limit, q.time_limit, q.size_policy,
+                  q.time_policy, q.size_level, q.time_level, r.exceeded, r.action, r.producers,
+                  r.eviction_run, r.size_evictions_total, r.time_evictions_total)
+        checks.append({"_tag": tag, **dict(zip(CHECK_FIELDS, values, strict=True))})
+    evictions = [{"_tag": tag, **dict(zip(EVICTION_FIELDS, (r.ts_ms, r.topic, r.exceeded, e.subscription,
+                                                            e.entries, e.bytes), strict=True))}
+                 for r in results for e in r.evictions]
+    stats = [{"_tag": tag, "topic": t, **s.as_dict()} for t, s in topic_stats(results).items()]
+    parts = [{"_tag": tag, "topic": t, **s.as_dict()} for t, s in partitioned_stats(results).items()]
+    topics = topic_metrics(results)
+    return {"checks": checks, "evictions": evictions, "stats": stats, "partitioned": parts,
+            "topic_metrics": [{"_tag": tag, **m.__dict__} for m in topics],
+            "namespace_metrics": [{"_tag": tag, **m.__dict__} for m in namespace_metrics(topics)]}
+
+
+def spark_frames(tag: str, policies: BacklogPolicies, snapshots: DataFrame) -> dict[str, DataFrame]:
+    # Lazily checkpointed (cached on first use, lineage cut): the outputs of one evaluation share
+    # them inside the single collecting job instead of recomputing every window per output.
+    decided = decided_rows(snapshots, policies).localCheckpoint(eager=False)
+    checks = checks_of(decided).localCheckpoint(eager=False)
+    derived = derive(checks)
+    frames = {"checks": checks.select(*CHECK_FIELDS),
+              "evictions": evictions_of(decided, policies).select(*EVICTION_FIELDS),
+              "stats": derived.topic_stats.select(*STATS_FIELDS),
+              "partitioned": derived.partitioned_stats.select(*STATS_FIELDS),
+              "topic_metrics": derived.topic_metrics.select(*METRIC_FIELDS),
+              "namespace_metrics": derived.namespace_metrics.select(*METRIC_FIELDS)}
+    return {k: df.select(F.lit(tag).alias("_tag"), *df.columns) for k, df in frames.items()}
 
 
 @pytest.mark.spark
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(parent=settings.get_profile("differential"))
 @given(fleet(scenarios=20))
 def test_reference_and_spark_agree_on_every_output(spark, generated) -> None:
     policies, rows = generated
     df = spark.createDataFrame([tuple(getattr(r, f) for f in FIELDS) for r in rows],
                                BACKLOG_SNAPSHOTS.spark_schema())
-    expected: dict[str, list] = {}
-    frames = []
+    expected: dict[str, list[dict[str, Any]]] = {}
+    frames: dict[str, DataFrame] = {}
     for precise in (True, False):
         tag = "precise" if precise else "estimate"
         variant = with_precise(policies, precise)
         for kind, out in reference_outputs(tag, variant, rows).items():
             expected.setdefault(kind, []).extend(out)
-        frames.append(spark_frames(tag, variant, df))
-    actual = collect_all(frames)
-    for kind, rows_expected in expected.items():
-        assert actual[kind] == as_strings(rows_expected), kind
+        for kind, frame in spark_frames(tag, variant, df).items():
+            frames[kind] = frame if kind not in frames else frames[kind].unionByName(frame)
+    assert_tables_equal(expected, collect_tables(frames))

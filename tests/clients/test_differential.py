@@ -27,9 +27,9 @@ from tests.clients.scenarios import (
     decision_lists,
     decisions_frame,
     request_lists,
-    same,
     settings_strategy,
 )
+from tests.support.differential import assert_tables_equal, collect_tables
 
 REQUEST_FIELDS = ("user", "client_id", "quota_type", "ts_ms", "value", "value_units", "tag_user",
                   "tag_client_id", "recorded", "quota_limit", "quota_level", "quota_source",
@@ -61,7 +61,7 @@ def spread(decisions: list[StorageDecision], count: int) -> list[StorageDecision
 
 @pytest.mark.spark
 @given(scenario_sets(), settings_strategy(), decision_lists())
-@settings(max_examples=3, deadline=None)
+@settings(parent=settings.get_profile("differential"))
 def test_reference_and_spark_agree(spark, scenarios, settings_, decisions) -> None:
     decisions = spread(decisions, len(scenarios))
     rows = [(index, r.ts_ms, r.broker_id, r.user, r.client_id, r.quota_type, r.value, 0, position)
@@ -72,42 +72,27 @@ def test_reference_and_spark_agree(spark, scenarios, settings_, decisions) -> No
     factors = FactorTable.from_pandas(decisions_frame(decisions))
     decided = evaluate_requests(requests, keys, settings_, factors).cache()
     intervals = interval_rows(decided, settings_.interval_ms, settings_.quota_value_metric).cache()
-    got_requests = {(r["config_id"], r["_row"]): r.asDict() for r in decided.collect()}
-    got_intervals = {(r["config_id"], r["broker_id"], r["quota_type"], r["user"], r["client_id"],
-                      r["interval_start_ms"]): r.asDict() for r in intervals.collect()}
-    got_standing = {(r["config_id"], r["broker_id"], r["quota_type"], r["user"], r["client_id"]): r.asDict()
-                    for r in standing_rows(intervals).collect()}
+    fields = (*REQUEST_FIELDS, "quota_value") if settings_.quota_value_metric else REQUEST_FIELDS
+    got = collect_tables({"requests": decided.select("config_id", "_row", *fields),
+                          "intervals": intervals, "standing": standing_rows(intervals)})
     decided.unpersist()
     intervals.unpersist()
     keys.unpersist()
+    assert ("quota_value" in decided.columns) == settings_.quota_value_metric
 
     timeline = FactorTimeline(decisions)
-    expected_intervals = expected_standing = 0
+    expected: dict[str, list[dict]] = {"requests": [], "intervals": [], "standing": []}
     for index, scenario in enumerate(scenarios):
         outcomes = ClientQuotaEngine(scenario.config, settings_, timeline).evaluate(scenario.requests)
-        for position, outcome in enumerate(outcomes):
-            got = got_requests[(index, position)]
-            for name in REQUEST_FIELDS:
-                assert same(getattr(outcome, name), got[name]), (index, position, name, outcome, got)
-            if settings_.quota_value_metric:
-                assert same(outcome.quota_value, got["quota_value"])
-            else:
-                assert "quota_value" not in got
+        expected["requests"] += [{"config_id": index, "_row": position,
+                                  **{name: getattr(outcome, name) for name in fields}}
+                                 for position, outcome in enumerate(outcomes)]
         rows_ = aggregate_intervals(outcomes, settings_.interval_ms, settings_.quota_value_metric)
-        expected_intervals += len(rows_)
-        for row in rows_:
-            got = got_intervals[(index, row.broker_id, row.quota_type, row.user, row.client_id,
-                                 row.interval_start_ms)]
-            for name, value in row.as_dict(settings_.quota_value_metric).items():
-                assert same(value, got[name]), (index, name, row, got)
-        standing = aggregate_standing(rows_)
-        expected_standing += len(standing)
-        for row in standing:
-            got = got_standing[(index, row.broker_id, row.quota_type, row.user, row.client_id)]
-            for name, value in row.as_dict().items():
-                assert same(value, got[name]), (index, name, row, got)
-    assert len(got_requests) == len(rows)
-    assert len(got_intervals) == expected_intervals and len(got_standing) == expected_standing
+        expected["intervals"] += [{"config_id": index, **row.as_dict(settings_.quota_value_metric)}
+                                  for row in rows_]
+        expected["standing"] += [{"config_id": index, **row.as_dict()} for row in aggregate_standing(rows_)]
+    assert len(expected["requests"]) == len(rows)
+    assert_tables_equal(expected, got)
 
 
 @pytest.mark.spark

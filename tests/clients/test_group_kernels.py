@@ -94,7 +94,7 @@ def check_agree(config, settings_, requests, decisions) -> None:
 
 
 @given(configs(), settings_strategy(), request_lists(max_size=60), decision_lists())
-@settings(max_examples=400, deadline=None)
+@settings(parent=settings.get_profile("kernel"))
 def test_group_code_agrees_with_the_reference(config, settings_, requests, decisions) -> None:
     check_agree(config, settings_, requests, decisions)
 
@@ -103,7 +103,7 @@ def test_group_code_agrees_with_the_reference(config, settings_, requests, decis
                                      min_size=1, max_size=200),
        st.lists(st.sampled_from((0, 100, 500, 5000, 40_000)), min_size=200, max_size=200),
        st.sampled_from((1.0, 100.0, 700.0, 5000.0)))
-@settings(max_examples=100, deadline=None)
+@settings(parent=settings.get_profile("kernel"))
 def test_long_single_groups_agree(settings_, gaps, values, bound) -> None:
     """Busy sharing groups (three users) per type: long runs through many samples, purges and
     unrecords, several groups per call."""

@@ -7,12 +7,14 @@ sizes straddle `message.max.bytes`. Every broker is an independent scenario.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import strategies as st
 
 from quotaplane.topics.config import TopicQuotaConfig, parse_topics_config, threshold_key
 from quotaplane.topics.engine.evaluate import TopicRequest
+from quotaplane.topics.records import TOPIC_REQUESTS
 
 TOPICS = ("a", "b", "c", "d", "e", "f", "g")
 T0 = 1_700_000_000_000
@@ -64,3 +66,9 @@ def fleets(draw: Any, brokers: int) -> tuple[TopicQuotaConfig, list[TopicRequest
         late = draw(st.sampled_from((60_000, 3_600_000, 100_000_000)))
         requests.append(TopicRequest(T0 + late, 0, draw(st.sampled_from(TOPICS)), 100))
     return config, draw(st.permutations(requests))
+
+
+def request_frame(spark: Any, requests: Sequence[TopicRequest]) -> Any:
+    """The requests as a Spark DataFrame of the `topic_requests` schema."""
+    return spark.createDataFrame([(r.ts_ms, r.broker_id, r.topic, r.bytes) for r in requests],
+                                 TOPIC_REQUESTS.spark_schema())

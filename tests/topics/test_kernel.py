@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+import pandas as pd
 from hypothesis import given, settings
 
-from quotaplane.topics.config import parse_topics_config
-from quotaplane.topics.engine.evaluate import TopicRequest, evaluate
+from quotaplane.topics.config import TopicQuotaConfig, parse_topics_config
+from quotaplane.topics.engine.decision import DECISIONS
+from quotaplane.topics.engine.evaluate import Evaluation, TopicRequest, evaluate
 from quotaplane.topics.engine.kernel import evaluate_broker
-from tests.topics.compare import kernel_agrees
 from tests.topics.strategies import fleets
 
 
-@settings(max_examples=6 * settings().max_examples, deadline=None)  # 150 by default
+@settings(parent=settings.get_profile("kernel"))
 @given(fleets(brokers=4))
 def test_kernel_matches_the_reference(generated) -> None:
     config, requests = generated
@@ -36,3 +39,34 @@ def test_kernel_reads_meters_at_as_of_after_the_last_request() -> None:
     assert result.broker_one_minute_rate.tolist() == [2000.0, 0.0, 0.0]
     assert result.topic_one_minute_rate[0].tolist() == [1000.0, 0.0]  # b ticks first at 6000
     assert result.topic_created_ms.tolist() == [0, 1000]
+
+
+def kernel_agrees(config: TopicQuotaConfig, requests: Sequence[TopicRequest], evaluation: Evaluation) -> None:
+    """Run the numpy kernel per broker with the reference's thresholds; assert bit-identical results."""
+    assert evaluation.as_of_ms is not None
+    meters = {(m.broker_id, m.topic): m for m in evaluation.meters}
+    for broker_id in sorted({r.broker_id for r in requests}):
+        idx = sorted((i for i, r in enumerate(requests) if r.broker_id == broker_id),
+                     key=lambda i: requests[i].ts_ms)
+        codes, names = pd.factorize(np.array([requests[i].topic for i in idx], dtype=object))
+        result = evaluate_broker(
+            np.array([requests[i].ts_ms for i in idx], dtype=np.int64), codes.astype(np.int64),
+            np.array([requests[i].bytes for i in idx], dtype=np.int64),
+            np.array([evaluation.decisions[i].topic_threshold for i in idx], dtype=np.int64),
+            len(names), config.total_threshold, config.message_max_bytes, evaluation.as_of_ms)
+        for j, i in enumerate(idx):
+            d = evaluation.decisions[i]
+            got = (DECISIONS[result.decision[j]], float(result.total_rate[j]), float(result.topic_rate[j]))
+            assert got == (d.decision, d.total_rate, d.topic_rate), (i, d)
+        b = meters[(broker_id, None)]
+        assert result.broker_count.tolist() == [b.bytes_in_count, b.throttled_bytes_in_count,
+                                                b.error_bytes_in_count]
+        assert result.broker_one_minute_rate.tolist() == [b.bytes_in_rate, b.throttled_bytes_in_rate,
+                                                          b.error_bytes_in_rate]
+        for j, name in enumerate(names):
+            m = meters[(broker_id, name)]
+            assert int(result.topic_created_ms[j]) == m.created_ms
+            assert result.topic_count[:, j].tolist() == [m.bytes_in_count, m.throttled_bytes_in_count,
+                                                         m.error_bytes_in_count]
+            assert result.topic_one_minute_rate[:, j].tolist() == [m.bytes_in_rate, m.throttled_bytes_in_rate,
+                                                                   m.error_bytes_in_rate]

@@ -14,7 +14,9 @@ from quotaplane.topics.records import TOPIC_REQUESTS
 from quotaplane.topics.spark.evaluate import decisions, evaluate_requests, meters
 from quotaplane.topics.spark.intervals import dropped_log, topic_intervals
 from quotaplane.topics.spark.thresholds import explicit_deltas, explicit_intervals, with_thresholds
-from tests.topics.compare import decision_rows, meter_rows, request_frame, sorted_rows
+from tests.support.differential import assert_rows_equal
+from tests.topics.strategies import request_frame
+from tests.topics.test_differential import DECISION_KEYS
 
 pytestmark = pytest.mark.spark
 
@@ -60,8 +62,8 @@ def test_thresholds_as_of_each_request(spark) -> None:
 def test_decisions_meters_and_aggregates_match_the_reference(spark) -> None:
     expected = evaluate(CONFIG, REQUESTS, as_of_ms=20_000)
     rows = request_frame(spark, REQUESTS).transform(evaluate_requests(CONFIG, 20_000)).cache()
-    assert sorted_rows(rows.transform(decisions).collect()) == decision_rows(expected)
-    assert sorted_rows(rows.transform(meters).collect()) == meter_rows(expected)
+    assert_rows_equal([d.as_dict() for d in expected.decisions], rows.transform(decisions), DECISION_KEYS)
+    assert_rows_equal([m.as_dict() for m in expected.meters], rows.transform(meters))
     decided = rows.transform(decisions)
     dropped = decided.transform(dropped_log(CONFIG.message_max_bytes)).orderBy("ts_ms").collect()
     assert [(r.ts_ms, r.topic, r.decision, r.message) for r in dropped] == [

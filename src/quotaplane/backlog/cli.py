@@ -18,11 +18,11 @@ from quotaplane.backlog.engine.evaluate import evaluate
 from quotaplane.backlog.engine.model import TickResult
 from quotaplane.backlog.engine.reader import read_snapshots
 from quotaplane.backlog.engine.stats import partitioned_stats, topic_metrics, topic_stats
+from quotaplane.backlog.metrics import BacklogMetrics
+from quotaplane.core.policy import Evaluator, ReferenceEvaluation
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
-from quotaplane.backlog.metrics import BacklogMetrics
-from quotaplane.core.policy import Evaluator, ReferenceEvaluation
 
 
 class BacklogEvaluator(Evaluator):

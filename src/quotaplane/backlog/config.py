@@ -76,7 +76,7 @@ class QuotaSet:
 
 @dataclass(frozen=True)
 class BrokerSettings:
-    """The broker's backlog-quota settings (Pulsar `ServiceConfiguration`, reference facts B1)."""
+    """The broker's backlog-quota settings (Pulsar `ServiceConfiguration`)."""
 
     default_limit_bytes: int = -1
     default_limit_second: int = -1

@@ -21,4 +21,4 @@ class BacklogPolicy(Policy[BacklogPolicies]):
     def run_stage(self, ctx: StageContext, config: BacklogPolicies, outputs: Outputs) -> StageResult:
         from quotaplane.backlog.spark.stage import run_stage
 
-        return run_stage(ctx, config)
+        return run_stage(ctx, config, outputs)

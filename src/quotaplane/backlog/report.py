@@ -16,7 +16,7 @@ TOP_TOPICS = 20
 
 @dataclass
 class BacklogReportData:
-    """Small aggregates the pipeline computes for the report (see pipeline/backlog/report_data.py).
+    """Small aggregates the Spark stage computes for the report (`quotaplane.backlog.spark.report_data`).
 
     - `topics`: one row per topic: topic, namespace, ticks, latest_age, max_age, time_limit,
       latest_size, max_size, size_limit, size_exceeded_ticks, time_exceeded_ticks, size_evictions,

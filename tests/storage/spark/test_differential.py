@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quotaplane.storage.config import StorageConfig
@@ -25,13 +25,10 @@ from tests.storage.spark.scenarios import (
     strimzi_configs,
     telemetry,
 )
+from tests.support.differential import assert_rows_equal
 
 pytestmark = pytest.mark.spark
 SCENARIOS = 30
-EXAMPLES = max(3, settings.default.max_examples // 6)
-# Shrinking an example of 30 scenarios costs a Spark job per step; the failure message already
-# names the scenario and the round, so examples are not shrunk.
-PHASES = [Phase.explicit, Phase.reuse, Phase.generate]
 
 
 def _key(row: dict[str, Any]) -> tuple:
@@ -56,28 +53,24 @@ def reference_rows(config: StorageConfig, t: Telemetry) -> list[dict[str, Any]]:
 
 
 def assert_same(spark, config: StorageConfig, t: Telemetry) -> None:
-    want = reference_rows(config, t)
-    got = spark_rows(spark, config, t)
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        assert g == w, f"scenario {w['cluster']} round at {w['ts_ms']}:\n spark     {g}\n reference {w}"
+    assert_rows_equal(reference_rows(config, t), spark_rows(spark, config, t), label="storage_decisions")
 
 
-@settings(max_examples=EXAMPLES, phases=PHASES)
+@settings(parent=settings.get_profile("differential"))
 @given(st.data())
 def test_cluster_source_matches_the_reference(spark, data: st.DataObject) -> None:
     config = data.draw(cluster_configs())
     assert_same(spark, config, data.draw(telemetry(config, SCENARIOS)))
 
 
-@settings(max_examples=EXAMPLES, phases=PHASES)
+@settings(parent=settings.get_profile("differential"))
 @given(st.data())
 def test_local_source_matches_the_reference(spark, data: st.DataObject) -> None:
     config = data.draw(local_configs())
     assert_same(spark, config, data.draw(telemetry(config, SCENARIOS)))
 
 
-@settings(max_examples=EXAMPLES, phases=PHASES)
+@settings(parent=settings.get_profile("differential"))
 @given(st.data())
 def test_strimzi_dialect_matches_the_reference(spark, data: st.DataObject) -> None:
     config = data.draw(strimzi_configs())

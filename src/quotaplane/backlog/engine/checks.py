@@ -1,6 +1,6 @@
 """The backlog-quota check of one topic at one tick: age, size check, time check.
 
-Reference facts B1 (`BrokerService.monitorBacklogQuota`, `PersistentTopic`):
+spec: Backlog Quota Eviction in the Broker; Pulsar `BrokerService.monitorBacklogQuota`, `PersistentTopic`:
 - size is checked first: exceeded iff the limit is >= 0 and `backlog size >= limit`;
 - only when size is not exceeded, time: exceeded iff the limit is > 0, an oldest-message time is
   known and `tick_ms > that time + limit * 1000` (strictly, in milliseconds);

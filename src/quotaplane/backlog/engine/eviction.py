@@ -1,4 +1,4 @@
-"""What a `consumer_backlog_eviction` run would evict (reference facts B1, BacklogQuotaManager).
+"""What a `consumer_backlog_eviction` run would evict (Pulsar `BacklogQuotaManager`).
 
 - Size: the target is `(long)(0.9 * limitSize)`; while the backlog is above it, the slowest
   cursor (the subscription holding the topic backlog) skips

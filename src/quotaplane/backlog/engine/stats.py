@@ -1,6 +1,6 @@
 """What the ticks add up to: topic stats, partitioned-topic stats and the metric values.
 
-spec: Public API and Metrics; reference facts B2.
+spec: Public API and Metrics; Pulsar `TopicStatsImpl`, `AggregatedNamespaceStats`.
 - Topic stats come from the topic's last check tick: the two limits, the backlog age (-1 when
   unknown) and the subscription holding the oldest message (null when the age is unknown).
 - Partitioned stats: limits copied from the partitions; the partition with the largest age wins,

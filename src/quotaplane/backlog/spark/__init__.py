@@ -1,1 +1,1 @@
-"""The Spark stage of Pulsar backlog quotas (PIP-323): `DataFrame -> DataFrame` transforms and `job`."""
+"""The Spark stage of Pulsar backlog quotas (PIP-323): `DataFrame -> DataFrame` transforms and `stage`."""

@@ -1,13 +1,13 @@
 """The backlog-quota stage of `quotaplane run` (spec: PIP-323).
 
-Reads `backlog_snapshots` and the policies JSON (`ctx.configs.backlog_policies`), evaluates every
-check tick with Spark, and writes under `ctx.out_dir`:
+Reads `backlog_snapshots`, evaluates every check tick against the policies with Spark, and writes
+under `ctx.out_dir`:
 - `backlog_checks/` (Parquet): one row per (tick, topic), with the cumulative eviction counters;
 - `backlog_evictions/` (Parquet): what each eviction run would evict, per subscription;
 - `backlog_topic_stats/`, `backlog_partitioned_stats/` (Parquet) and `backlog_topic_stats.json`:
   the PIP-323 topic stats fields at each topic's last tick;
 - `quarantine/backlog_snapshots/` (Parquet): rejected rows with their reasons, when there are some.
-It registers the PIP-323 metrics in `ctx.registry`.
+It registers the PIP-323 metrics in `ctx.registry`; it provides nothing to other stages.
 
 One observation of `pulsar_storage_backlog_quota_check_duration_seconds` is the wall-clock time
 of the Spark actions that evaluate every check of the run: materialising the per-tick checks
@@ -32,15 +32,15 @@ from quotaplane.backlog.report import build_sections
 from quotaplane.backlog.spark.evaluate import checks_of, decided_rows, derive, evictions_of
 from quotaplane.backlog.spark.reader import read_snapshots
 from quotaplane.backlog.spark.report_data import collect_report_data
-from quotaplane.core.policy import StageContext, StageResult
+from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.readers import check_once
 
 INPUT = "backlog_snapshots"
 NAME = "backlog"
 
 
-def run_stage(ctx: StageContext, policies: BacklogPolicies) -> StageResult:
-    """Evaluate the backlog quotas of the run."""
+def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) -> StageResult:
+    """Evaluate the backlog quotas of the run (`outputs`: nothing is needed or provided)."""
     path = ctx.find_input(INPUT)
     assert path is not None, "the runner runs a stage only when its input is present"
     with ctx.progress.step("backlog: read snapshots"):
