@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,3 +166,44 @@ def test_run_rejects_a_missing_telemetry_directory(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="is not a directory"):
         run_module.run_pipeline(tmp_path / "nope", RunConfigs(), tmp_path / "out", [FakePolicy()],
                                 stream=None, spark=object())
+
+
+def test_a_run_replaces_the_earlier_run_whole(telemetry: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "topic_decisions").mkdir(parents=True)  # yesterday's table of a policy not run today
+    (out / "summary.json").write_text("{}")
+    run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), out, [FakePolicy()],
+                            stream=None, spark=object())
+    assert sorted(p.name for p in out.iterdir()) == ["metrics.prom", "report.html", "summary.json"]
+    assert json.loads((out / "summary.json").read_text())["fake"] == {"answer": 42}
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_failed_run_leaves_the_earlier_run_as_it_was(telemetry: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "summary.json").write_text('{"earlier": true}')
+
+    class Failing(FakePolicy):
+        def run_stage(self, ctx: StageContext, config: str, outputs: Outputs) -> StageResult:
+            (ctx.out_dir / "half_written").mkdir()
+            raise RuntimeError("the stage failed")
+
+    with pytest.raises(RuntimeError, match="the stage failed"):
+        run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), out, [Failing()],
+                                stream=None, spark=object())
+    assert [p.name for p in out.iterdir()] == ["summary.json"]
+    assert json.loads((out / "summary.json").read_text()) == {"earlier": True}
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_killed_run_leaves_a_staging_directory_the_next_removes(telemetry: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    leftover = tmp_path / f".out.staging-{dead.pid}"
+    (leftover / "storage_decisions").mkdir(parents=True)
+    run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), out, [FakePolicy()],
+                            stream=None, spark=object())
+    assert not leftover.exists()
+    assert (out / "summary.json").exists()

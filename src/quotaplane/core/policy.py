@@ -109,13 +109,22 @@ class Progress:
 
 @dataclass
 class StageContext:
-    """What a stage gets: Spark, where to read and write, the metrics registry and the progress."""
+    """What a stage gets: Spark, where to read and write, the metrics registry and the progress.
+
+    A stage writes under `out_dir`; when the run is published its outputs are under
+    `published_dir` (the run's `--out`: `out_dir` is a staging directory that takes its place once
+    the run has finished, see `quotaplane.core.staging`), which is where summaries should point."""
 
     spark: SparkSession
     telemetry_dir: Path
     out_dir: Path
     registry: CollectorRegistry
     progress: Progress
+    published_dir: Path | None = None
+
+    @property
+    def published(self) -> Path:
+        return self.published_dir if self.published_dir is not None else self.out_dir
 
     def find_input(self, name: str) -> str | None:
         return find_input(self.telemetry_dir, name)

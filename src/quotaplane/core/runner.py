@@ -33,6 +33,7 @@ from quotaplane.core.policy import (
     order,
 )
 from quotaplane.core.report import Section, write_report
+from quotaplane.core.staging import staged_output
 
 
 @dataclass
@@ -91,7 +92,6 @@ def run_pipeline(
     used = {i.name for p in runnable for i in p.inputs}
     not_evaluated = sorted({i.name for p in policies for i in p.inputs
                             if i.name not in used and find_input(telemetry_dir, i.name) is not None})
-    out_dir.mkdir(parents=True, exist_ok=True)
     progress = Progress(stream)
     if stream is not None:
         for name in not_evaluated:
@@ -105,25 +105,28 @@ def run_pipeline(
         where = remote or master or "local[*]"
         with progress.step(f"starting Spark ({where})"):
             spark = build_session(master=master, remote=remote)
-    ctx = StageContext(spark=spark, telemetry_dir=telemetry_dir, out_dir=out_dir,  # type: ignore[arg-type]
-                       registry=CollectorRegistry(), progress=progress)
-    outputs = Outputs()
-    results: list[StageResult] = [p.run_stage(ctx, loaded[p.name], outputs) for p in runnable]
-    elapsed = time.perf_counter() - started
-    summary = _summary(telemetry_dir, configs, out_dir, master, remote, started_at, elapsed, results,
-                       progress, not_evaluated)
-    summary_path = out_dir / "summary.json"
-    summary_path.write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
-    metrics_path = exposition.write(ctx.registry, out_dir / "metrics.prom")
-    with progress.step("writing the report"):
-        report = write_report(
-            out_dir / "report.html",
-            "quotaplane report",
-            f"telemetry {telemetry_dir} · generated {started_at:%Y-%m-%d %H:%M UTC} · "
-            f"quotaplane {__version__}",
-            [_overview_section(summary, results), *[s for r in results for s in r.sections]],
-        )
-    return RunOutcome(out_dir, report, summary_path, metrics_path, summary, results, not_evaluated)
+    registry = CollectorRegistry()
+    with staged_output(out_dir) as staging:
+        ctx = StageContext(spark=spark, telemetry_dir=telemetry_dir, out_dir=staging,  # type: ignore[arg-type]
+                           registry=registry, progress=progress, published_dir=out_dir)
+        outputs = Outputs()
+        results: list[StageResult] = [p.run_stage(ctx, loaded[p.name], outputs) for p in runnable]
+        elapsed = time.perf_counter() - started
+        summary = _summary(telemetry_dir, configs, out_dir, master, remote, started_at, elapsed, results,
+                           progress, not_evaluated)
+        (staging / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n",
+                                              encoding="utf-8")
+        exposition.write(registry, staging / "metrics.prom")
+        with progress.step("writing the report"):
+            write_report(
+                staging / "report.html",
+                "quotaplane report",
+                f"telemetry {telemetry_dir} · generated {started_at:%Y-%m-%d %H:%M UTC} · "
+                f"quotaplane {__version__}",
+                [_overview_section(summary, results), *[s for r in results for s in r.sections]],
+            )
+    return RunOutcome(out_dir, out_dir / "report.html", out_dir / "summary.json", out_dir / "metrics.prom",
+                      summary, results, not_evaluated)
 
 
 def _summary(telemetry_dir: Path, configs: RunConfigs, out_dir: Path, master: str | None,

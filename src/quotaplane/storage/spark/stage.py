@@ -92,14 +92,14 @@ def run_stage(ctx: StageContext, config: StorageConfig, compare: StorageConfig |
         for c in checked:
             c.release()
     outputs.provide(StorageDecisions(decisions, compared))
-    outputs = {"decisions": str(ctx.out_dir / "storage_decisions"),
-               "volume_observations": str(ctx.out_dir / "storage_volume_observations"),
-               "quarantine": str(ctx.out_dir / "quarantine")}
+    outputs = {"decisions": str(ctx.published / "storage_decisions"),
+               "volume_observations": str(ctx.published / "storage_volume_observations"),
+               "quarantine": str(ctx.published / "quarantine")}
     summary: dict[str, object] = {**main.as_dict(), "warnings": list(config.warnings),
                                   "inputs": [c.as_dict() for c in counts], "outputs": outputs}
     if other is not None:
         summary["compare"] = other.as_dict()
-        outputs["decisions_compare"] = str(ctx.out_dir / "storage_decisions_compare")
+        outputs["decisions_compare"] = str(ctx.published / "storage_decisions_compare")
     console = console_lines(main) + (console_lines(other) if other else [])
     return StageResult(name="storage", summary=summary, read_counts=counts, sections=sections,
                        console=console)
