@@ -11,8 +11,7 @@ from quotaplane.backlog.engine.eviction import (
     time_evictions,
 )
 from quotaplane.backlog.engine.model import Eviction
-from quotaplane.core.javamath import double_to_int as java_int
-from quotaplane.core.javamath import double_to_long as java_long
+from quotaplane.core.javamath import double_to_int, double_to_long
 from tests.backlog.builders import snap
 
 
@@ -22,9 +21,10 @@ def test_eviction_target_is_ninety_percent_truncated(limit: int, target: int) ->
 
 
 def test_java_casts_truncate_toward_zero_and_saturate() -> None:
-    assert java_int(2.9) == 2 and java_int(-2.9) == -2 and java_int(float("nan")) == 0
-    assert java_int(1e12) == 2**31 - 1 and java_int(-1e12) == -(2**31)
-    assert java_long(1e30) == 2**63 - 1 and java_long(-1e30) == -(2**63) and java_long(3.99) == 3
+    assert double_to_int(2.9) == 2 and double_to_int(-2.9) == -2 and double_to_int(float("nan")) == 0
+    assert double_to_int(1e12) == 2**31 - 1 and double_to_int(-1e12) == -(2**31)
+    assert double_to_long(1e30) == 2**63 - 1 and double_to_long(-1e30) == -(2**63)
+    assert double_to_long(3.99) == 3
 
 
 def test_skip_brings_the_backlog_to_ninety_percent() -> None:

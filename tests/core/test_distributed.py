@@ -11,7 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from quotaplane.core.runner import bundled_example, run_pipeline
+from quotaplane.core.runner import run_pipeline
+from quotaplane.registry import POLICIES
+from quotaplane.run_command import bundled_example
 from tests.support.cluster import start_connect_server, start_standalone
 from tests.support.cluster_check import decision_tables, differences, main, run_cli
 
@@ -22,7 +24,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 def local_run(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.DataFrame]:
     telemetry, configs = bundled_example()
     out = tmp_path_factory.mktemp("local")
-    run_pipeline(telemetry, configs, out, stream=None, spark=spark)
+    run_pipeline(telemetry, configs, out, POLICIES, stream=None, spark=spark)
     tables = decision_tables(out)
     assert tables, "the local run wrote no decision tables"
     return tables

@@ -109,7 +109,7 @@ def test_scalar_and_array_forms_agree_on_longs(values: list[int]) -> None:
 
 
 @pytest.mark.spark
-@settings(parent=settings.get_profile("spark"))
+@settings(parent=settings.get_profile("differential"))  # one Spark job per example
 @given(doubles, longs)
 def test_column_form_agrees_with_the_scalar_form(spark, values: list[float], ints: list[int]) -> None:
     from pyspark.sql import functions as F

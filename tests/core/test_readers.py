@@ -56,7 +56,7 @@ def test_jsonl_rows_are_used_or_quarantined_with_reasons(spark, jsonl: Path) -> 
     assert reasons == {
         "field ts=yesterday: must be epoch milliseconds or an ISO-8601 timestamp",
         "field broker_id: missing required field",
-        "field broker_id=1.5: must be a whole number",
+        "field broker_id=1.5: must be a whole number within a LONG (no fraction, no exponent)",
         "size must not be negative",
         "unparsable record",
     }
@@ -106,7 +106,8 @@ def test_typed_parquet_columns_are_used_as_they_are_and_others_checked_as_text(s
     spark.createDataFrame([(1000, 1.5, 1.0)], "ts long, broker_id double, size double") \
         .write.parquet(str(wrong))
     (bad,) = read_telemetry(spark, SCHEMA, str(wrong)).quarantined.collect()
-    assert bad["reason"] == "field broker_id=1.5: must be a whole number"
+    assert bad["reason"] == ("field broker_id=1.5: must be a whole number within a LONG "
+                             "(no fraction, no exponent)")
 
 
 def test_reference_coercion_matches_the_rules() -> None:
@@ -126,3 +127,48 @@ def test_a_field_named_reason_is_kept(spark, tmp_path: Path) -> None:
     result = read_telemetry(spark, COLLECTION_ERRORS, str(path))
     assert [r["reason"] for r in result.used.collect()] == ["DESCRIBE_LOG_DIR_ERROR"]
     assert [r["reason"] for r in result.quarantined.collect()] == ["reason must not be empty"]
+
+
+@pytest.mark.spark
+def test_a_line_is_the_unit_and_read_counts_lines(spark, tmp_path: Path) -> None:
+    good = '{"ts": 1000, "broker_id": 1, "size": 2}'
+    lines = [good, "", good + good, "[]", f"[{good}, {good}]", good + " trailing", "   ", "\t"]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = read_telemetry(spark, SCHEMA, str(path))
+    counts = result.counts()
+    assert (counts.read, counts.used, counts.quarantined) == (5, 1, 4)  # blank lines are not counted
+    reasons = sorted((r["reason"], r["row"]) for r in result.quarantined.collect())
+    assert reasons == sorted([("unparsable record", good + good), ("not a JSON object", "[]"),
+                              ("not a JSON object", f"[{good}, {good}]"),
+                              ("unparsable record", good + " trailing")])
+
+
+@pytest.mark.spark
+def test_lines_that_are_not_utf8_are_quarantined_as_valid_utf8(spark, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"ts": 1000, "broker_id": 1, "size": 2}\n{"ts": 1000, "name": "\xff\xfe"}\n')
+    result = read_telemetry(spark, SCHEMA, str(path))
+    out = tmp_path / "quarantine"
+    result.quarantined.write.parquet(str(out))
+    (row,) = pq.read_table(str(out)).to_pylist()  # any Parquet reader reads it
+    assert row["reason"] == "not UTF-8"
+    assert row["row"] == "hex:" + b'{"ts": 1000, "name": "\xff\xfe"}'.hex().upper()
+
+
+@pytest.mark.spark
+def test_files_spark_does_not_read_are_listed_as_skipped(spark, tmp_path: Path) -> None:
+    folder = tmp_path / "sample"
+    (folder / "_late").mkdir(parents=True)
+    row = '{"ts": 1000, "broker_id": 1, "size": 2}\n'
+    for name in ("part-0.jsonl", "_late.jsonl", ".hidden.jsonl", "_late/part-1.jsonl", "_SUCCESS",
+                 ".part-0.jsonl.crc"):
+        (folder / name).write_text(row)
+    result = read_telemetry(spark, SCHEMA, str(folder))
+    counts = result.counts()
+    assert counts.read == 1
+    assert [Path(s).relative_to(folder).as_posix() for s in counts.skipped] == [
+        ".hidden.jsonl", "_late/part-1.jsonl", "_late.jsonl"]
+    assert counts.as_dict()["skipped"] == list(counts.skipped)

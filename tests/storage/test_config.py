@@ -9,7 +9,8 @@ import pytest
 from quotaplane.core.errors import ConfigErrors
 from quotaplane.core.javamath import LONG_MAX
 from quotaplane.storage import names as N
-from quotaplane.storage.config import as_dict, describe, load_storage_config, parse_storage_config
+from quotaplane.storage.config import load_storage_config, parse_storage_config
+from quotaplane.storage.config_summary import as_dict, describe
 
 S = "client.quota.callback.static."
 CLUSTER = {S + "storage.volume.source": "cluster"}

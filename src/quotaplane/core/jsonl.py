@@ -6,39 +6,37 @@ reported the same way everywhere: `InputError` naming `file:line`, the field, th
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from quotaplane.core.errors import InputError
+from quotaplane.core.fields import parse_line
 from quotaplane.core.records import RecordSchema
 
 
-def read_lines(path: str | Path) -> list[str]:
-    """The lines of a UTF-8 text file; `InputError` when it cannot be read."""
+def read_lines(path: str | Path) -> list[bytes]:
+    """The lines of a file as bytes, split as Spark's text reader splits them (at `\\n`, `\\r\\n`
+    or `\\r`); `InputError` when it cannot be read."""
     file = Path(path)
     try:
-        return file.read_text(encoding="utf-8").splitlines()
+        data = file.read_bytes()
     except OSError as exc:
         raise InputError(str(file), "(file)", str(file), f"cannot read: {exc.strerror}") from exc
+    return re.split(rb"\r\n|\r|\n", data)
 
 
-def json_objects(lines: Iterable[str], source: str) -> Iterator[tuple[int, str, dict[str, Any]]]:
-    """(line number, `source:line`, object) for every non-blank line; a line that is not a JSON
-    object raises `InputError`."""
+def json_objects(lines: Iterable[bytes | str], source: str) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(line number, `source:line`, object) for every non-blank line; a line that is not exactly one
+    JSON object (the rules of `quotaplane.core.fields.parse_line`) raises `InputError`."""
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{source}:{number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(where, "(record)", line.strip()[:80],
-                             f"unparsable record: {exc.msg}") from None
-        if not isinstance(record, dict):
-            raise InputError(where, "(record)", line.strip()[:80], "not a JSON object")
-        yield number, where, record
+        record, reason = parse_line(line)
+        if record is not None:
+            yield number, f"{source}:{number}", record
+        elif reason is not None:
+            text = line.decode("utf-8", errors="backslashreplace") if isinstance(line, bytes) else line
+            raise InputError(f"{source}:{number}", "(record)", text.strip()[:80], reason)
 
 
 def read_records(path: str | Path, schema: RecordSchema,

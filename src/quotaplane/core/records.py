@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from quotaplane.core.errors import InputError
+from quotaplane.core.fields import MISSING, FieldProblem, FieldType, convert, is_missing, iso_millis
 
 if TYPE_CHECKING:  # the Spark forms are built lazily: the reference engines run without pyspark
     from pyspark.sql import Column
     from pyspark.sql import types as T
 
-FieldType = Literal["long", "double", "string", "time_ms", "bool"]
 
 
 @dataclass(frozen=True)
@@ -94,12 +94,15 @@ class RecordSchema:
         out: dict[str, Any] = {}
         for f in self.fields:
             value = record.get(f.name)
-            if value is None:
+            if is_missing(f.type, value):
                 if f.required:
-                    raise InputError(where, f.name, None, "missing required field")
+                    raise InputError(where, f.name, value, MISSING)
                 out[f.name] = None
                 continue
-            out[f.name] = _coerce_value(f, value, where)
+            try:
+                out[f.name] = convert(f.type, value)
+            except FieldProblem as problem:
+                raise InputError(where, f.name, value, problem.reason) from None
         for rule in self.rules:
             if rule.check(out):
                 raise InputError(where, _first_field_of(rule, self), _rule_value(rule, out, self),
@@ -122,63 +125,7 @@ def _rule_value(rule: Rule, row: Mapping[str, Any], schema: RecordSchema) -> Any
     return row.get(_first_field_of(rule, schema))
 
 
-def _coerce_value(f: Field, value: Any, where: str) -> Any:
-    if f.type == "string":
-        if isinstance(value, str):
-            return value
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise InputError(where, f.name, value, "must be a string")
-        return str(value)
-    if f.type == "bool":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        raise InputError(where, f.name, value, "must be true or false")
-    if f.type in ("long", "time_ms"):
-        if isinstance(value, bool):
-            raise InputError(where, f.name, value, "must be a whole number")
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str):
-            text = value.strip()
-            if _is_integer_text(text):
-                return int(text)
-            if f.type == "time_ms":
-                millis = parse_iso_millis(text)
-                if millis is not None:
-                    return millis
-                raise InputError(where, f.name, value,
-                                 "must be epoch milliseconds or an ISO-8601 timestamp")
-        raise InputError(where, f.name, value, "must be a whole number")
-    # double
-    if isinstance(value, bool):
-        raise InputError(where, f.name, value, "must be a number")
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            pass
-    raise InputError(where, f.name, value, "must be a number")
-
-
-def _is_integer_text(text: str) -> bool:
-    body = text[1:] if text[:1] in "+-" else text
-    return body.isdigit() and body.isascii()
-
-
 def parse_iso_millis(text: str) -> int | None:
-    """Epoch milliseconds of an ISO-8601 timestamp (naive means UTC), or None if unparsable."""
-    from datetime import UTC, datetime
-
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return round(parsed.timestamp() * 1000)
+    """Epoch milliseconds of an ISO-8601 timestamp of the accepted form, or None
+    (`quotaplane.core.fields.iso_millis`)."""
+    return iso_millis(text)

@@ -167,6 +167,9 @@ def _overview_section(summary: dict[str, object], results: list[StageResult]) ->
     assert isinstance(inputs, list)
     section.table(["input", "read", "used", "quarantined"],
                   [(i["input"], i["read"], i["used"], i["quarantined"]) for i in inputs])
+    skipped = [s for i in inputs for s in i.get("skipped", [])]
+    if skipped:
+        section.note(f"Not read (Spark skips files whose names start with _ or .): {', '.join(skipped)}")
     for result in results:
         if result.console:
             section.heading(result.name)
@@ -189,6 +192,9 @@ def print_outcome(outcome: RunOutcome, stream: TextIO = sys.stdout) -> None:
     for i in inputs:
         print(f"  input {i['input']}: read {i['read']} = used {i['used']} + quarantined {i['quarantined']}",
               file=stream)
+        for skipped in i.get("skipped", []):
+            print(f"    skipped {skipped}: Spark does not read files whose names start with _ or .",
+                  file=stream)
     for name in outcome.not_evaluated:
         print(f"  input {name}: present but not evaluated (its policy has no configuration)", file=stream)
     print(f"  rows: read {rows['read']} = used {rows['used']} + quarantined {rows['quarantined']}",

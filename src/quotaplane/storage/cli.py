@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from quotaplane.core.errors import InputError
 from quotaplane.core.policy import Evaluator, ReferenceEvaluation
-from quotaplane.storage.config import StorageConfig, as_dict, describe, load_storage_config
+from quotaplane.storage.config import StorageConfig, load_storage_config
+from quotaplane.storage.config_summary import as_dict, describe
 from quotaplane.storage.engine import (
     Decision,
     StrimziThrottle,

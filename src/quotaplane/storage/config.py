@@ -2,7 +2,9 @@
 
 `parse_storage_config(props)` returns a `StorageConfig` or raises `ConfigErrors` listing every
 problem at once; warnings (deprecated `local` source, unknown `client.quota.callback.*` names with
-the closest known one, limits with no effect) are returned on the config.
+the closest known one, limits with no effect) are returned on the config. The checks common to both
+dialects are in `quotaplane.storage.config_checks`, the text and JSON forms of a configuration in
+`quotaplane.storage.config_summary`.
 
 The rules are in docs/storage-quotas.md; each check below cites the spec section it implements
 (spec: strimzi-cluster-wide-volume-quotas) or the shipped plugin's behaviour it reproduces.
@@ -10,28 +12,22 @@ The rules are in docs/storage-quotas.md; each check below cites the spec section
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal
 
 from quotaplane.core.errors import ConfigError, ConfigErrors
 from quotaplane.core.javamath import DOUBLE_MAX, INT_MAX, INT_MIN, LONG_MAX
-from quotaplane.core.properties import closest_name, load_properties, parse_double, parse_long
+from quotaplane.core.properties import load_properties, parse_double, parse_long
 from quotaplane.storage import names as N
+from quotaplane.storage.config_checks import Collector, check_names, in_range, read_dialect, read_excluded
 from quotaplane.storage.names import Dialect, LimitKind, LimitLevel
-from quotaplane.storage.values import (
-    NANOS_PER_MS,
-    format_duration_ns,
-    parse_excluded_principals,
-    parse_iso_duration_ns,
-)
+from quotaplane.storage.values import NANOS_PER_MS, parse_iso_duration_ns
 
 Source = Literal["local", "cluster"]
 STRIMZI_DEFAULT_INTERVAL_S = 60
 STRIMZI_DEFAULT_VALIDITY = "PT5M"
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -108,27 +104,6 @@ class StorageConfig:
         return -((-self.validity_ns) // NANOS_PER_MS)
 
 
-class _Collector:
-    """Collects errors and warnings so that every problem is reported in one pass."""
-
-    def __init__(self) -> None:
-        self.errors: list[ConfigError] = []
-        self.warnings: list[str] = []
-
-    def error(self, prop: str, value: object, rule: str, hint: str | None = None) -> None:
-        self.errors.append(ConfigError(prop, value, rule, hint))
-
-    def warn(self, prop: str, value: object, text: str) -> None:
-        self.warnings.append(f"{prop}={value}: {text}")
-
-    def parse(self, fn: Callable[[], T], default: T) -> T:
-        try:
-            return fn()
-        except ConfigError as exc:
-            self.errors.append(exc)
-            return default
-
-
 def load_storage_config(path: str | Path) -> StorageConfig:
     """Load and validate a storage quota `.properties` file; raise `ConfigErrors` with every error."""
     props = load_properties(path)
@@ -136,68 +111,26 @@ def load_storage_config(path: str | Path) -> StorageConfig:
         config = parse_storage_config(props)
     except ConfigError as exc:  # pragma: no cover - parse_storage_config raises ConfigErrors
         raise ConfigErrors([exc]) from None
-    return _with_path(config, str(path))
-
-
-def _with_path(config: StorageConfig, path: str) -> StorageConfig:
-    from dataclasses import replace
-
-    return replace(config, path=path)
+    return replace(config, path=str(path))
 
 
 def parse_storage_config(props: Mapping[str, str]) -> StorageConfig:
     """Validate properties and build the `StorageConfig`; raise `ConfigErrors` listing every error."""
-    c = _Collector()
-    dialect = _dialect(props, c)
-    _check_names(props, dialect, c)
+    c = Collector()
+    dialect = read_dialect(props, c)
+    check_names(props, dialect, c)
     quotas = _quotas(props, c)
-    excluded = _excluded(props, c)
+    excluded = read_excluded(props, c)
     if dialect == "strimzi":
         config = _strimzi(props, c, quotas, excluded)
     else:
         config = _spec(props, c, quotas, excluded)
     if c.errors:
         raise ConfigErrors(c.errors)
-    from dataclasses import replace
-
     return replace(config, warnings=tuple(c.warnings))
 
 
-def _dialect(props: Mapping[str, str], c: _Collector) -> Dialect:
-    raw = props.get(N.DIALECT_PROP)
-    if raw is None:
-        return "spec"
-    value = raw.strip()
-    if value not in N.DIALECTS:
-        c.error(N.DIALECT_PROP, raw, "must be spec or strimzi",
-                "spec: the proposal's property names (default); strimzi: the shipped plugin's names")
-        return "spec"
-    return value  # type: ignore[return-value]
-
-
-def _check_names(props: Mapping[str, str], dialect: Dialect, c: _Collector) -> None:
-    """Mixed dialects are an error; unknown callback names get a warning naming the closest known one."""
-    known = (*N.known_names(dialect), N.DIALECT_PROP)
-    for name, value in props.items():
-        if not (name.startswith(N.CALLBACK_PREFIX) or name.startswith("quotaplane.")):
-            continue
-        owner = N.dialect_of(name)
-        if owner is not None and owner != dialect:
-            equivalent = N.EQUIVALENT.get(name)
-            hint = f"set {N.DIALECT_PROP}={owner} and use only its names"
-            if equivalent:
-                hint += f", or use {equivalent} in the {dialect} dialect"
-            c.error(name, value, f"belongs to the {owner} dialect but the dialect is {dialect}: "
-                    "names of the two dialects cannot be mixed", hint)
-            continue
-        if name in known or name.startswith(N.admin_prefix(dialect)):
-            continue
-        guess = closest_name(name, known)
-        text = f"unknown property of the {dialect} dialect, ignored"
-        c.warn(name, value, text + (f" (did you mean {guess}?)" if guess else ""))
-
-
-def _quotas(props: Mapping[str, str], c: _Collector) -> StaticQuotas:
+def _quotas(props: Mapping[str, str], c: Collector) -> StaticQuotas:
     """The static quotas: DOUBLE, default unlimited (`Double.MAX_VALUE`), no range check (as shipped)."""
     values: list[float | None] = []
     for prop in (N.PRODUCE, N.FETCH, N.REQUEST):
@@ -208,34 +141,10 @@ def _quotas(props: Mapping[str, str], c: _Collector) -> StaticQuotas:
     return StaticQuotas(*values)
 
 
-def _excluded(props: Mapping[str, str], c: _Collector) -> frozenset[str]:
-    """`excluded.principal.name.list`: `User:<name>` entries separated by `;` (as shipped)."""
-    raw = props.get(N.EXCLUDED_PRINCIPALS)
-    if raw is None:
-        return frozenset()
-    names, rejected = parse_excluded_principals(raw)
-    for entry in rejected:
-        c.error(N.EXCLUDED_PRINCIPALS, raw, f'invalid entry "{entry}": missing User: prefix',
-                "write User:<name> entries separated by ;, e.g. User:canary;User:cruise-control")
-    return names
-
-
-def _in_range(c: _Collector, prop: str, raw: str, value: float | None, low: float,
-              high: float | None) -> bool:
-    if value is None:
-        return True
-    if value < low or (high is not None and value > high):
-        rule = f"must be at least {low:g}" if high is None else \
-            f"must be between {low:.1f} and {high:.1f} inclusive"
-        c.error(prop, raw, rule)
-        return False
-    return True
-
-
 # ---------------------------------------------------------------- the spec dialect
 
 
-def _spec(props: Mapping[str, str], c: _Collector, quotas: StaticQuotas,
+def _spec(props: Mapping[str, str], c: Collector, quotas: StaticQuotas,
           excluded: frozenset[str]) -> StorageConfig:
     raw_source = props.get(N.VOLUME_SOURCE)
     source: Source = "local"
@@ -261,7 +170,7 @@ def _spec(props: Mapping[str, str], c: _Collector, quotas: StaticQuotas,
                "0 disables polling in a live broker; backtests still evaluate every recorded round")
 
     fallback = c.parse(lambda: parse_double(props, N.FALLBACK_FACTOR, 1.0), 1.0)
-    if not _in_range(c, N.FALLBACK_FACTOR, props.get(N.FALLBACK_FACTOR, ""), fallback, 0.0, 1.0):
+    if not in_range(c, N.FALLBACK_FACTOR, props.get(N.FALLBACK_FACTOR, ""), fallback, 0.0, 1.0):
         fallback = 1.0
 
     limits: dict[LimitLevel, list[VolumeLimit]] = {"soft": [], "hard": []}
@@ -277,7 +186,7 @@ def _spec(props: Mapping[str, str], c: _Collector, quotas: StaticQuotas,
     for prop, value in ((N.LEGACY_SOFT, legacy_soft), (N.LEGACY_HARD, legacy_hard)):
         if value is None:
             continue
-        _in_range(c, prop, props[prop], value, 0, None)
+        in_range(c, prop, props[prop], value, 0, None)
         if source == "cluster":
             level: LimitLevel = "soft" if prop == N.LEGACY_SOFT else "hard"
             c.error(prop, props[prop], "the legacy aggregate limit works only with the local volume source",
@@ -297,7 +206,7 @@ def _spec(props: Mapping[str, str], c: _Collector, quotas: StaticQuotas,
     )
 
 
-def _per_volume_limit(props: Mapping[str, str], c: _Collector, kind: LimitKind,
+def _per_volume_limit(props: Mapping[str, str], c: Collector, kind: LimitKind,
                       level: LimitLevel) -> VolumeLimit | None:
     """One `perVolumeLimit.<kind>.<level>`: bytes kinds are LONG >= 0, the ratio a DOUBLE in [0.0, 1.0]."""
     prop = N.per_volume_limit(kind, level)
@@ -305,17 +214,17 @@ def _per_volume_limit(props: Mapping[str, str], c: _Collector, kind: LimitKind,
         return None
     if kind == "availableRatioBelow":
         value: float | None = c.parse(lambda: parse_double(props, prop, None), None)
-        ok = _in_range(c, prop, props[prop], value, 0.0, 1.0)
+        ok = in_range(c, prop, props[prop], value, 0.0, 1.0)
     else:
         whole = c.parse(lambda: parse_long(props, prop, None), None)
         value = float(whole) if whole is not None else None
-        ok = _in_range(c, prop, props[prop], whole, 0, None)
+        ok = in_range(c, prop, props[prop], whole, 0, None)
     if value is None or not ok:
         return None
     return VolumeLimit(kind, value, prop)
 
 
-def _choose_limits(c: _Collector, source: Source, limits: dict[LimitLevel, list[VolumeLimit]],
+def _choose_limits(c: Collector, source: Source, limits: dict[LimitLevel, list[VolumeLimit]],
                    ) -> tuple[VolumeLimit | None, VolumeLimit | None]:
     """spec: Limit Type Configuration: exactly one hard limit (cluster source), at most one soft."""
     if source == "local":
@@ -346,7 +255,7 @@ def _choose_limits(c: _Collector, source: Source, limits: dict[LimitLevel, list[
     return hard, soft
 
 
-def _legacy_warnings(props: Mapping[str, str], c: _Collector, soft: int | None, hard: int | None,
+def _legacy_warnings(props: Mapping[str, str], c: Collector, soft: int | None, hard: int | None,
                      limits: dict[LimitLevel, list[VolumeLimit]]) -> None:
     if soft is not None and hard is None:
         c.warn(N.LEGACY_SOFT, props[N.LEGACY_SOFT], f"no {N.LEGACY_HARD}: the ramp ends at 2^63-1 bytes, "
@@ -365,7 +274,7 @@ def _fmt(limit: VolumeLimit) -> str:
 # ---------------------------------------------------------------- the strimzi dialect
 
 
-def _strimzi(props: Mapping[str, str], c: _Collector, quotas: StaticQuotas,
+def _strimzi(props: Mapping[str, str], c: Collector, quotas: StaticQuotas,
              excluded: frozenset[str]) -> StorageConfig:
     """The shipped plugin's `StaticQuotaConfig` and `StaticQuotaCallback.configure` rules."""
     interval_s = STRIMZI_DEFAULT_INTERVAL_S
@@ -380,13 +289,13 @@ def _strimzi(props: Mapping[str, str], c: _Collector, quotas: StaticQuotas,
                     "whole seconds in the strimzi dialect (milliseconds in the spec dialect)")
 
     min_bytes = c.parse(lambda: parse_long(props, N.MIN_AVAILABLE_BYTES, None), None)
-    if not _in_range(c, N.MIN_AVAILABLE_BYTES, props.get(N.MIN_AVAILABLE_BYTES, ""), min_bytes, 0, None):
+    if not in_range(c, N.MIN_AVAILABLE_BYTES, props.get(N.MIN_AVAILABLE_BYTES, ""), min_bytes, 0, None):
         min_bytes = None
     min_ratio = c.parse(lambda: parse_double(props, N.MIN_AVAILABLE_RATIO, None), None)
-    if not _in_range(c, N.MIN_AVAILABLE_RATIO, props.get(N.MIN_AVAILABLE_RATIO, ""), min_ratio, 0.0, 1.0):
+    if not in_range(c, N.MIN_AVAILABLE_RATIO, props.get(N.MIN_AVAILABLE_RATIO, ""), min_ratio, 0.0, 1.0):
         min_ratio = None
     fallback = c.parse(lambda: parse_double(props, N.FACTOR_FALLBACK, 1.0), 1.0)
-    if not _in_range(c, N.FACTOR_FALLBACK, props.get(N.FACTOR_FALLBACK, ""), fallback, 0.0, 1.0):
+    if not in_range(c, N.FACTOR_FALLBACK, props.get(N.FACTOR_FALLBACK, ""), fallback, 0.0, 1.0):
         fallback = 1.0
 
     raw_validity = props.get(N.VALIDITY_DURATION, STRIMZI_DEFAULT_VALIDITY)
@@ -427,81 +336,3 @@ def _strimzi(props: Mapping[str, str], c: _Collector, quotas: StaticQuotas,
         validity_ns=validity, checks_enabled=enabled, quotas=quotas, excluded_principals=excluded,
         admin=admin,
     )
-
-
-# ---------------------------------------------------------------- summaries
-
-
-def describe(config: StorageConfig) -> list[str]:
-    """A short normalised summary, one `key: value` per line (used by `quotaplane config check`)."""
-
-    def quota(v: float | None) -> str:
-        return "unlimited" if v is None else f"{v:g}"
-
-    lines = [f"dialect: {config.dialect}", f"source: {config.source}" +
-             (" (deprecated)" if config.source == "local" else "")]
-    if config.dialect == "strimzi":
-        lines.append(f"check interval: {config.check_interval_ms // 1000} s" +
-                     ("" if config.checks_enabled else " (storage checks disabled)"))
-        breaker = " on any volume (circuit breaker: factor 0.0 or 1.0)"
-        lines.append("limit: " + (config.hard.describe() + breaker if config.hard else "none"))
-        assert config.validity_ns is not None
-        lines.append(f"factor validity and cache expiry: {format_duration_ns(config.validity_ns)}")
-        lines.append(f"fallback throttle factor: {config.fallback_factor:g}")
-    else:
-        lines.append(f"check interval: {config.check_interval_ms} ms" +
-                     (" (polling disabled)" if config.check_interval_ms == 0 else ""))
-        if config.source == "cluster":
-            assert config.hard is not None and config.soft is not None
-            soft = config.soft.describe()
-            if not config.soft_configured:
-                soft += " (defaults to the hard limit)"
-            lines.append(f"soft limit: {soft} per volume")
-            lines.append(f"hard limit: {config.hard.describe()} per volume")
-        else:
-            def legacy(v: int) -> str:
-                return "unset" if v == LONG_MAX else f"{v} used bytes (aggregate)"
-
-            lines.append(f"legacy soft limit: {legacy(config.legacy_soft_bytes)}")
-            lines.append(f"legacy hard limit: {legacy(config.legacy_hard_bytes)}")
-        lines.append(f"fallback throttle factor: {config.fallback_factor:g}")
-    q = config.quotas
-    lines.append(f"quotas: produce {quota(q.produce)}, fetch {quota(q.fetch)}, request {quota(q.request)}")
-    lines.append("excluded principals: " + (", ".join(sorted(config.excluded_principals)) or "none"))
-    bootstrap = config.admin.get("bootstrap.servers")
-    others = len(config.admin) - (1 if bootstrap else 0)
-    admin = f"bootstrap.servers={bootstrap}" if bootstrap else "bootstrap.servers unset"
-    lines.append("admin client: " + admin + (f" (+{others} more properties)" if others else ""))
-    return lines
-
-
-def as_dict(config: StorageConfig) -> dict[str, object]:
-    """The configuration as plain JSON-ready values."""
-
-    def limit(lim: VolumeLimit | None) -> dict[str, object] | None:
-        if lim is None:
-            return None
-        value: object = lim.value if lim.kind == "availableRatioBelow" else int(lim.value)
-        return {"kind": lim.kind, "value": value, "property": lim.prop}
-
-    out: dict[str, object] = {
-        "dialect": config.dialect,
-        "source": config.source,
-        "check_interval_ms": config.check_interval_ms,
-        "soft_limit": limit(config.soft),
-        "soft_limit_configured": config.soft_configured,
-        "hard_limit": limit(config.hard),
-        "fallback_throttle_factor": config.fallback_factor,
-        "quotas": {"produce": config.quotas.produce, "fetch": config.quotas.fetch,
-                   "request": config.quotas.request},
-        "excluded_principals": sorted(config.excluded_principals),
-        "admin": dict(config.admin),
-        "warnings": list(config.warnings),
-    }
-    if config.dialect == "spec" and config.source == "local":
-        out["legacy_soft_bytes"] = None if config.legacy_soft_bytes == LONG_MAX else config.legacy_soft_bytes
-        out["legacy_hard_bytes"] = None if config.legacy_hard_bytes == LONG_MAX else config.legacy_hard_bytes
-    if config.dialect == "strimzi":
-        out["validity_ms"] = (config.validity_ns or 0) / NANOS_PER_MS
-        out["storage_checks_enabled"] = config.checks_enabled
-    return out

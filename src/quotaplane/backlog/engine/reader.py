@@ -17,7 +17,7 @@ from quotaplane.core.errors import InputError
 from quotaplane.core.jsonl import json_objects, read_lines
 
 
-def parse_snapshots(lines: Iterable[str], source: str = "snapshots") -> Iterator[Snapshot]:
+def parse_snapshots(lines: Iterable[bytes | str], source: str = "snapshots") -> Iterator[Snapshot]:
     """Snapshots of JSON Lines text (blank lines are skipped)."""
     seen: dict[tuple[int, str, str], int] = {}
     parents: dict[tuple[int, str], tuple[str | None, int]] = {}

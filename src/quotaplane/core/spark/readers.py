@@ -1,11 +1,14 @@
 """Reading telemetry into Spark: JSON Lines, CSV or Parquet, a file, a directory or a glob.
 
-Every field is read as text first (JSON Lines, CSV, and Parquet columns of another type than the
-field's), so a malformed value is never silently turned into null by the reader; a Parquet column
-that already has the field's type is used as it is. Then each row is typed and checked against
-its `RecordSchema`: rows that break it go to the quarantine table with the reason and the
-original row as JSON, the rest are used. `read == used + quarantined` holds by construction and
-is reported per input.
+JSON Lines are read line by line as text: a line is the unit, checked to be exactly one JSON object
+and parsed once (`quotaplane.core.spark.fields`); CSV fields and Parquet columns of another type than
+the field's are read as text; a Parquet column that already has the field's type is used as it is.
+Every field is then typed and checked with the rules of `quotaplane.core.fields` (the same as the
+reference engines' readers) and its `RecordSchema`'s row rules: rows that break them go to the
+quarantine table with the reason and the original line, the rest are used. `read == used +
+quarantined` holds by construction (`read` counts the non-blank lines of JSON Lines, the records of
+CSV, the rows of Parquet) and is reported per input, with the files of an input folder that Spark
+does not read (names starting with `_` or `.`) listed as skipped.
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from quotaplane.core.errors import InputError
+from quotaplane.core.fields import UNPARSABLE
 from quotaplane.core.records import Field, RecordSchema
+from quotaplane.core.spark import fields as SF
 
 CORRUPT = "_corrupt_record"
+PARSED, LINE_REASON = "_parsed", "_line_reason"
 # Why a row is quarantined (null when used); named so as not to clash with a field called `reason`
 # (collection_errors has one). The quarantine table exposes it as `reason`.
 REASON = "_reason"
@@ -36,16 +42,21 @@ _SUFFIX_FORMAT = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv
 
 @dataclass
 class ReadCounts:
-    """How many rows an input had, and where they went."""
+    """How many rows an input had, and where they went; `skipped`: files of the input that were
+    not read (hidden files, see `hidden_files`)."""
 
     input: str
     read: int
     used: int
     quarantined: int
+    skipped: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, object]:
-        return {"input": self.input, "read": self.read, "used": self.used,
-                "quarantined": self.quarantined}
+        out: dict[str, object] = {"input": self.input, "read": self.read, "used": self.used,
+                                  "quarantined": self.quarantined}
+        if self.skipped:
+            out["skipped"] = list(self.skipped)
+        return out
 
 
 @dataclass
@@ -56,6 +67,7 @@ class ReadResult:
     source: str
     checked: DataFrame  # every row, typed, with `_reason` (REASON; null when the row is used)
     fmt: str = ""  # the input's format, when known
+    skipped: tuple[str, ...] = ()  # files of the input Spark does not read
 
     @property
     def used(self) -> DataFrame:
@@ -63,7 +75,8 @@ class ReadResult:
 
     @property
     def quarantined(self) -> DataFrame:
-        """Columns: `input`, `record` (the schema's name), `reason`, `row` (original, as JSON)."""
+        """Columns: `input`, `record` (the schema's name), `reason`, `row` (the original line; a CSV
+        or Parquet row as JSON; `hex:` and the bytes of a line that is not UTF-8)."""
         return self.checked.where(F.col(REASON).isNotNull()).select(
             F.lit(self.source).alias("input"),
             F.lit(self.schema.name).alias("record"),
@@ -73,14 +86,36 @@ class ReadResult:
 
     def counts(self) -> ReadCounts:
         """Count read/used/quarantined in one Spark action."""
-        return _count(self.checked, self.source)
+        return _count(self.checked, self.source, self.skipped)
 
 
-def _count(checked: DataFrame, source: str) -> ReadCounts:
+def _count(checked: DataFrame, source: str, skipped: tuple[str, ...] = ()) -> ReadCounts:
     row = checked.agg(F.count(F.lit(1)).alias("read"),
                       F.count(F.when(F.col(REASON).isNull(), 1)).alias("used")).first()
     read, used = int(row["read"]), int(row["used"])
-    return ReadCounts(source, read, used, read - used)
+    return ReadCounts(source, read, used, read - used, skipped)
+
+
+# Files Spark and Hadoop write beside their data: not telemetry, never listed as skipped.
+_BOOKKEEPING = ("_SUCCESS", "_committed_", "_started_", "_temporary")
+
+
+def hidden_files(path: str) -> tuple[str, ...]:
+    """The files under folder `path` that Spark's file listing leaves out without a word: a name
+    (of the file or of a folder on the way) starting with `_` or `.`; Spark's own bookkeeping files
+    (`_SUCCESS`, `.crc` checksums, commit markers) aside."""
+    root = Path(path)
+    if not root.is_dir():
+        return ()
+    out = []
+    for file in sorted(q for q in root.rglob("*") if q.is_file()):
+        parts = file.relative_to(root).parts
+        if not any(part.startswith(("_", ".")) for part in parts):
+            continue
+        if file.name.endswith(".crc") or any(part.startswith(_BOOKKEEPING) for part in parts):
+            continue
+        out.append(str(file))
+    return tuple(out)
 
 
 def detect_format(path: str) -> str:
@@ -99,24 +134,28 @@ def detect_format(path: str) -> str:
 
 def read_raw(spark: SparkSession, schema: RecordSchema, path: str, fmt: str | None = None,
              position: bool = False) -> DataFrame:
-    """Read `path` with every schema field as a string plus `_row` (the original row as JSON).
+    """Read `path` into one row per record with `_row` (the original line or row, valid UTF-8) and
+    `_line_reason` (why the whole line is quarantined, or null), and the fields: for JSON Lines the
+    parsed line (`_parsed`, a VARIANT), for CSV every field as text, for Parquet every field as its
+    native column when its type holds the field's values (an integer column for a `long`, a
+    timestamp for a `time_ms`, ...) and as text otherwise.
 
-    A Parquet column whose type already holds the field's values (an integer column for a `long`,
-    a timestamp for a `time_ms`, ...) is kept as it is: nothing to parse, nothing lost. With
-    `position`, also `FILE_ID` (a hash of the row's file) and `POSITION` (increasing with the row's
-    place in its file): Parquet's own row index, which every scan gives again; for text formats an
-    id given by the scan, stable only while the scan is the same (`check_once` caches those)."""
+    With `position`, also `FILE_ID` (a hash of the row's file) and `POSITION` (increasing with the
+    row's place in its file): Parquet's own row index, which every scan gives again; for text
+    formats an id given by the scan, stable only while the scan is the same (`check_once` caches
+    those)."""
     fmt = fmt or detect_format(path)
-    raw = schema.raw_schema()
     if fmt == "jsonl":
-        with_corrupt = T.StructType([*raw.fields, T.StructField(CORRUPT, T.StringType(), True)])
-        df = (spark.read.schema(with_corrupt)
-              .option("mode", "PERMISSIVE")
-              .option("columnNameOfCorruptRecord", CORRUPT)
-              .option("primitivesAsString", "true")
-              .option("recursiveFileLookup", "true" if Path(path).is_dir() else "false")
-              .json(path))
+        text = (spark.read.option("recursiveFileLookup", "true" if Path(path).is_dir() else "false")
+                .text(path))
+        line = SF.strip_bom(F.col("value"))
+        parsed = F.try_parse_json(line)
+        df = (text.where(~SF.is_blank(line))
+              .select(SF.quarantined_text(F.col("value")).alias("_row"),
+                      SF.line_reason(F.col("value"), line, parsed).alias(LINE_REASON),
+                      parsed.alias(PARSED)))
     elif fmt == "csv":
+        raw = schema.raw_schema()
         with_corrupt = T.StructType([*raw.fields, T.StructField(CORRUPT, T.StringType(), True)])
         df = (spark.read.schema(with_corrupt)
               .option("header", "true")
@@ -124,22 +163,23 @@ def read_raw(spark: SparkSession, schema: RecordSchema, path: str, fmt: str | No
               .option("columnNameOfCorruptRecord", CORRUPT)
               .option("enforceSchema", "false")
               .csv(path))
+        df = df.select(*schema.field_names,
+                       F.coalesce(F.col(CORRUPT), F.to_json(F.struct(*schema.field_names))).alias("_row"),
+                       F.when(F.col(CORRUPT).isNotNull(), F.lit(UNPARSABLE)).alias(LINE_REASON))
     elif fmt == "parquet":
         src = spark.read.parquet(path)
         types = {f.name: f.dataType for f in src.schema.fields}
         where = ([F.xxhash64(F.col("_metadata.file_path")).alias(FILE_ID),
                   F.col("_metadata.row_index").alias(POSITION)] if position else [])
-        df = src.select(
-            *[_parquet_column(f, types.get(f.name)).alias(f.name) for f in schema.fields],
-            F.lit(None).cast("string").alias(CORRUPT), *where,
-        )
+        df = src.select(*[_parquet_column(f, types.get(f.name)).alias(f.name) for f in schema.fields], *where)
+        df = df.select("*", F.to_json(F.struct(*schema.field_names)).alias("_row"),
+                       F.lit(None).cast("string").alias(LINE_REASON))
     else:
         raise InputError(path, "format", fmt, f"must be one of {', '.join(FORMATS)}")
     if position and fmt != "parquet":
         df = df.select("*", F.xxhash64(F.input_file_name()).alias(FILE_ID),
                        F.monotonically_increasing_id().alias(POSITION))
-    original = F.coalesce(F.col(CORRUPT), F.to_json(F.struct(*[F.col(n) for n in schema.field_names])))
-    return df.withColumn("_row", original)
+    return df
 
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -162,47 +202,27 @@ def _parquet_column(f: Field, dtype: T.DataType | None) -> Column:
     return F.col(f.name) if _is_native(f, dtype) else F.col(f.name).cast("string")
 
 
-def _typed(f: Field, col: Column, dtype: T.DataType) -> Column:
-    if not isinstance(dtype, T.StringType):  # a native Parquet column (see `_is_native`)
-        if isinstance(dtype, T.TimestampType):
-            return F.unix_millis(col)
-        return col.cast(f.spark_type)
-    text = F.trim(col)
-    if f.type == "string":
-        return col
-    if f.type == "long":
-        return text.try_cast("long")
-    if f.type == "double":
-        return text.try_cast("double")
-    if f.type == "bool":
-        return F.when(F.lower(text).isin("true", "false"), F.lower(text) == "true")
-    # time_ms: epoch milliseconds, or an ISO-8601 timestamp
-    iso = F.unix_millis(F.try_to_timestamp(text))
-    return F.when(text.rlike(r"^[+-]?\d+$"), text.try_cast("long")).otherwise(iso)
-
-
-def _type_problem(f: Field, raw: Column, typed: Column, dtype: T.DataType) -> Column:
-    expected = {"long": "a whole number", "double": "a number", "string": "a string",
-                "bool": "true or false",
-                "time_ms": "epoch milliseconds or an ISO-8601 timestamp"}[f.type]
-    text = isinstance(dtype, T.StringType)
-    missing = raw.isNull() | (F.trim(raw) == "") if f.type != "string" and text else raw.isNull()
-    bad = F.lit(None).cast("string") if not text else F.when(
-        raw.isNotNull() & typed.isNull(), F.format_string(f"field {f.name}=%s: must be {expected}", raw))
-    if f.required:
-        return F.when(missing, F.lit(f"field {f.name}: missing required field")).otherwise(bad)
-    return F.when(~missing, bad)
-
-
 def validate(schema: RecordSchema, raw: DataFrame) -> DataFrame:
-    """Type the raw columns (text, or native Parquet types) and add `reason`: the first problem of
-    the row, or null."""
+    """Type every field (`quotaplane.core.spark.fields.typed_field`, or a native Parquet column) and
+    add `_reason`: the line's problem, else the first field problem, else the first row rule the row
+    breaks, else null."""
     dtypes = {f.name: f.dataType for f in raw.schema.fields}
-    typed_cols = {f.name: _typed(f, F.col(f.name), dtypes[f.name]) for f in schema.fields}
-    problems: list[Column] = [F.when(F.col(CORRUPT).isNotNull(), F.lit("unparsable record"))]
-    problems += [_type_problem(f, F.col(f.name), typed_cols[f.name], dtypes[f.name]) for f in schema.fields]
-    typed = raw.select(
-        *[typed_cols[f.name].alias(f.name) for f in schema.fields],
+    typed: dict[str, Column] = {}
+    problems: list[Column] = [F.col(LINE_REASON)]
+    for f in schema.fields:
+        if PARSED in raw.columns:
+            value, problem = SF.typed_field(f, *SF.json_field(F.col(PARSED), f.name))
+        elif _is_native(f, dtypes.get(f.name)):
+            column = F.col(f.name)
+            value = F.unix_millis(column) if isinstance(dtypes[f.name], T.TimestampType) else column.cast(
+                f.spark_type)
+            problem = SF.native_problem(f, column)
+        else:
+            value, problem = SF.typed_field(f, *SF.text_field(F.col(f.name)))
+        typed[f.name] = F.when(F.col(LINE_REASON).isNull(), value)
+        problems.append(problem)
+    checked = raw.select(
+        *[typed[f.name].alias(f.name) for f in schema.fields],
         F.coalesce(*problems).alias("_type_reason"),
         F.col("_row"),
         *[c for c in (FILE_ID, POSITION) if c in raw.columns],
@@ -210,14 +230,15 @@ def validate(schema: RecordSchema, raw: DataFrame) -> DataFrame:
     cols = {f.name: F.col(f.name) for f in schema.fields}
     rule_reasons = [F.when(rule.violated(cols), F.lit(rule.reason)) for rule in schema.rules]
     reason = F.coalesce(F.col("_type_reason"), *rule_reasons) if rule_reasons else F.col("_type_reason")
-    return typed.withColumn(REASON, reason).drop("_type_reason")
+    return checked.withColumn(REASON, reason).drop("_type_reason")
 
 
 def read_telemetry(spark: SparkSession, schema: RecordSchema, path: str,
                    fmt: str | None = None, position: bool = False) -> ReadResult:
     """Read and check one input; see `ReadResult` (and `read_raw` for `position`)."""
     fmt = fmt or detect_format(path)
-    return ReadResult(schema, path, validate(schema, read_raw(spark, schema, path, fmt, position)), fmt)
+    return ReadResult(schema, path, validate(schema, read_raw(spark, schema, path, fmt, position)), fmt,
+                      hidden_files(path))
 
 
 @dataclass
@@ -256,7 +277,7 @@ def check_once(read: ReadResult, quarantine_dir: Path | None, cache: bool | None
     rows = read.checked.select(*read.schema.field_names, *where, REASON)
     if cache:
         rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
-    counts = _count(rows, read.source)
+    counts = _count(rows, read.source, read.skipped)
     if quarantine_dir is not None:
         if counts.quarantined:
             read.quarantined.write.mode("overwrite").parquet(str(quarantine_dir))

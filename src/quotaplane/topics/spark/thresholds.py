@@ -22,7 +22,7 @@ from pyspark.sql import types as T
 
 from quotaplane.topics.config import TopicQuotaConfig
 from quotaplane.topics.engine.decision import DEFAULT_SHARE, EXPLICIT
-from quotaplane.topics.engine.thresholds import SINCE_START as LONG_MIN
+from quotaplane.topics.engine.thresholds import SINCE_START
 
 THRESHOLD_COLUMNS = ("total_threshold", "topic_threshold", "threshold_source")
 
@@ -48,7 +48,7 @@ def explicit_intervals(config: TopicQuotaConfig) -> list[tuple[str, int, int | N
     """`(topic, from_ms, to_ms or None, threshold)`: when each explicit threshold is in force."""
     per_topic: dict[str, list[tuple[int, int | None]]] = {}
     for change in config.accepted_changes:
-        ts = LONG_MIN if change.ts_ms is None else change.ts_ms
+        ts = SINCE_START if change.ts_ms is None else change.ts_ms
         steps = per_topic.setdefault(change.topic, [])
         if steps and steps[-1][0] == ts:
             steps[-1] = (ts, change.threshold)  # the last setting of a millisecond wins
@@ -66,7 +66,7 @@ def configured_topics(config: TopicQuotaConfig) -> list[tuple[str, int]]:
     """`(topic, ms)`: when each topic joins the configured set (its first accepted setting)."""
     first: dict[str, int] = {}
     for change in config.accepted_changes:
-        first.setdefault(change.topic, LONG_MIN if change.ts_ms is None else change.ts_ms)
+        first.setdefault(change.topic, SINCE_START if change.ts_ms is None else change.ts_ms)
     return list(first.items())
 
 
@@ -80,7 +80,7 @@ def explicit_deltas(config: TopicQuotaConfig) -> list[tuple[int, int, int, int]]
             explicit.pop(change.topic, None)
         else:
             explicit[change.topic] = change.threshold
-        out.append((LONG_MIN if change.ts_ms is None else change.ts_ms, seq,
+        out.append((SINCE_START if change.ts_ms is None else change.ts_ms, seq,
                     (change.threshold or 0) - (old or 0),
                     (change.threshold is not None) - (old is not None)))
     return out

@@ -1,0 +1,169 @@
+"""The line and field rules of `quotaplane.core.fields` as Spark column expressions (no Python UDF).
+
+A JSON Lines line is read as text, checked to be exactly one JSON object (`line_reason`) and parsed
+once into a VARIANT; each field is then typed from its JSON kind and value (`typed_field`). Text
+formats (CSV, a Parquet column of another type) give every field as a string (JSON kind STRING).
+The patterns, ranges and reasons are those of `quotaplane.core.fields`, so both engines classify
+every row alike (tests/core/test_field_rules.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from quotaplane.core import fields as R
+from quotaplane.core.records import Field
+
+JSON_SPACE = "[ \\t\\r\\n]"
+# A JSON string token (RFC 8259): replaced by "" before the brackets are counted.
+_STRING_TOKEN = '"(?:[^"\\\\]|\\\\.)*"'
+_SCALAR = ('^(?:"(?:[^"\\\\]|\\\\.)*"|-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?'
+           '|true|false|null)$')
+MS_PER_DAY = 86_400_000
+
+
+def strip_bom(raw: Column) -> Column:
+    return F.regexp_replace(raw, "^\ufeff", "")
+
+
+def is_blank(line: Column) -> Column:
+    return F.regexp_replace(line, f"{JSON_SPACE}+", "") == ""
+
+
+def _one_value(line: Column) -> Column:
+    """True when the trimmed line is one JSON value with nothing after it (the grammar itself is
+    checked by the parser): a scalar token, or brackets that close exactly once, at the end."""
+    trimmed = F.regexp_replace(line, f"^{JSON_SPACE}+|{JSON_SPACE}+$", "")
+    stripped = F.regexp_replace(trimmed, _STRING_TOKEN, '""')
+    brackets = F.regexp_replace(stripped, "[^\\[\\]{}]", "")
+    depth = F.aggregate(
+        F.split(brackets, ""), F.struct(F.lit(0).alias("d"), F.lit(0).alias("z")),
+        lambda acc, c: F.struct(
+            (acc["d"] + F.when(c.isin("{", "["), 1).otherwise(-1)).alias("d"),
+            (acc["z"] + F.when(acc["d"] + F.when(c.isin("{", "["), 1).otherwise(-1) == 0, 1)
+             .otherwise(0)).alias("z")))
+    closes_once = F.when(brackets.isin("{}", "[]"), F.lit(True)).otherwise(
+        (depth["z"] == 1) & (depth["d"] == 0))
+    structured = stripped.rlike("^[\\[{]") & stripped.rlike("[\\]}]$") & closes_once
+    return F.when(stripped.rlike("^[\\[{]"), structured).otherwise(trimmed.rlike(_SCALAR))
+
+
+def line_reason(raw: Column, line: Column, parsed: Column) -> Column:
+    """Why a (non-blank) line is quarantined as a whole, or null."""
+    object_start = F.regexp_replace(line, f"^{JSON_SPACE}+", "").startswith("{")
+    return (F.when(~F.is_valid_utf8(raw), F.lit(R.NOT_UTF8))
+            .when(parsed.isNull() | ~_one_value(line), F.lit(R.UNPARSABLE))
+            .when(~object_start, F.lit(R.NOT_OBJECT)))
+
+
+def quarantined_text(raw: Column) -> Column:
+    """The line as it goes to the quarantine table: valid UTF-8 always (`hex:` and the bytes in
+    hexadecimal when the line is not UTF-8)."""
+    return F.when(F.is_valid_utf8(raw), raw).otherwise(F.concat(F.lit("hex:"), F.hex(raw)))
+
+
+JsonValue = Callable[[str], Column]
+
+
+def json_field(parsed: Column, name: str) -> tuple[Column, Column, JsonValue]:
+    """(kind, text, value) of field `name` of a parsed line: its JSON kind (`schema_of_variant`:
+    STRING, BIGINT, DECIMAL(p,s), DOUBLE, BOOLEAN, VOID for null, OBJECT<..>, ARRAY<..>; null when
+    absent), its text when it is a string, and a getter of its value as a Spark type."""
+    path = f"$.{name}"
+    value = F.try_variant_get(parsed, path, "variant")
+    kind = F.schema_of_variant(value)
+    text = F.when(kind == "STRING", F.try_variant_get(parsed, path, "string"))
+    return kind, text, lambda spark_type: F.try_variant_get(parsed, path, spark_type)
+
+
+def text_field(text: Column) -> tuple[Column, Column, JsonValue | None]:
+    """(kind, text, None) of a field read as text (CSV, a Parquet column of another type)."""
+    return F.when(text.isNotNull(), F.lit("STRING")), text, None
+
+
+def _iso_millis(text: Column) -> Column:
+    """Epoch milliseconds of an ISO-8601 text of the accepted form, or null (`fields.iso_millis`)."""
+    def part(i: int) -> Column:
+        return F.regexp_extract(text, R.JAVA["iso"], i)
+
+    def number(i: int) -> Column:
+        return F.when(part(i) == "", F.lit(0)).otherwise(part(i).cast("long"))
+
+    year, month, day = number(1), number(2), number(3)
+    first = F.make_date(F.when(year >= 1, year).otherwise(F.lit(1)).cast("int"), month.cast("int"), F.lit(1))
+    valid = text.rlike(R.JAVA["iso"]) & (year >= 1) & (day <= F.dayofmonth(F.last_day(first)))
+    days = F.datediff(first, F.lit("1970-01-01").cast("date")).cast("long") + day - 1
+    fraction = F.substring(F.concat(part(7), F.lit("000")), 1, 3).cast("long")
+    zone = part(8)
+    offset = F.when((zone == "") | (zone == "Z"), F.lit(0)).otherwise(
+        F.when(zone.startswith("+"), F.lit(1)).otherwise(F.lit(-1))
+        * (F.substring(zone, 2, 2).cast("long") * 60 + F.substring(zone, 5, 2).cast("long")) * 60_000)
+    millis = (days * MS_PER_DAY + number(4) * 3_600_000 + number(5) * 60_000 + number(6) * 1000 + fraction
+              - offset)
+    return F.when(valid, millis)
+
+
+def _trimmed(text: Column) -> Column:
+    return F.regexp_replace(text, "^[ \\t]+|[ \\t]+$", "")
+
+
+def _integer_text(text: Column) -> Column:
+    """The long of an integer text within the LONG range, else null."""
+    return F.when(text.rlike(R.JAVA["integer"]), _trimmed(text).try_cast("long"))
+
+
+def typed_field(f: Field, kind: Column, text: Column, value: JsonValue | None) -> tuple[Column, Column]:
+    """(typed value, problem) of field `f`: the problem is null for a valid or absent optional
+    field, else the reason as the quarantine table gives it (`field <name>[=<value>]: <rule>`)."""
+    is_string = kind == "STRING"
+    missing = kind.isNull() | (kind == "VOID") | (
+        is_string & F.lit(f.type != "string") & (F.regexp_replace(text, "[ \\t]", "") == ""))
+    if f.type == "string":
+        typed = F.when(is_string, text)
+    elif f.type == "long":
+        typed = F.when(is_string, _integer_text(text))
+        if value is not None:
+            typed = F.when(kind == "BIGINT", value("long")).otherwise(typed)
+    elif f.type == "time_ms":
+        typed = F.when(is_string, F.coalesce(_integer_text(text), F.when(~text.rlike(R.JAVA["integer"]),
+                                                                         _iso_millis(text))))
+        if value is not None:
+            typed = F.when(kind == "BIGINT", value("long")).otherwise(typed)
+    elif f.type == "bool":
+        typed = F.when(is_string & text.rlike(R.JAVA["bool"]), F.lower(_trimmed(text)) == "true")
+        if value is not None:
+            typed = F.when(kind == "BOOLEAN", value("boolean")).otherwise(typed)
+    else:  # double
+        typed = F.when(is_string & text.rlike(R.JAVA["decimal"]), _trimmed(text).try_cast("double"))
+        if value is not None:
+            numeric = kind.isin("BIGINT", "DOUBLE", "FLOAT") | kind.startswith("DECIMAL")
+            typed = F.when(numeric, value("double")).otherwise(typed)
+    shown = text if value is None else F.coalesce(text, F.to_json(value("variant")))
+    expected = F.format_string(f"field {f.name}=%s: {R.EXPECTED[f.type]}", shown)
+    if f.type == "double":
+        not_finite = (is_string & text.rlike(R.JAVA["non_finite"])) | F.isnan(typed) | (
+            F.abs(typed) == F.lit(math.inf))
+        bad = F.when(not_finite, F.format_string(f"field {f.name}=%s: {R.NOT_FINITE}", shown)).when(
+            typed.isNull(), expected)
+        typed = F.when(~F.isnan(typed) & (F.abs(typed) != F.lit(math.inf)), typed)
+    else:
+        bad = F.when(typed.isNull(), expected)
+    if f.required:
+        reason = F.when(missing, F.lit(f"field {f.name}: {R.MISSING}")).otherwise(bad)
+    else:
+        reason = F.when(~missing, bad)
+    return F.when(~missing, typed), reason
+
+
+def native_problem(f: Field, column: Column) -> Column:
+    """The problem of a Parquet column already of the field's type: missing, or not finite."""
+    problem = F.when(column.isNull(), F.lit(f"field {f.name}: {R.MISSING}")) if f.required else F.lit(None)
+    if f.type == "double":
+        problem = F.coalesce(problem, F.when(
+            F.isnan(column) | (F.abs(column) == F.lit(math.inf)),
+            F.format_string(f"field {f.name}=%s: {R.NOT_FINITE}", column.cast("string"))))
+    return problem.cast("string")
