@@ -165,7 +165,17 @@ def test_window_num_must_be_at_least_one(files, capsys) -> None:
         main(["clients", "evaluate", "--quotas", str(quotas), "--requests", str(requests),
               "--window-num", "0"])
     assert info.value.code == 2
-    assert "must be at least 1" in capsys.readouterr().err
+    assert "0 must be from 1 to 2147483647" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["1_000", "99999999999999999999", "1.5", "NaN"])
+def test_window_num_out_of_its_type_is_an_error(files, capsys, value: str) -> None:
+    quotas, requests = files
+    with pytest.raises(SystemExit) as info:
+        main(["clients", "evaluate", "--quotas", str(quotas), "--requests", str(requests),
+              "--window-num", value])
+    assert info.value.code == 2
+    assert "argument --window-num" in capsys.readouterr().err
 
 
 def test_resolve_prints_tags_limit_and_level(tmp_path, capsys) -> None:

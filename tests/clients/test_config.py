@@ -94,7 +94,7 @@ def test_every_json_error_is_reported_at_once() -> None:
 
 @pytest.mark.parametrize(("text", "message"), [
     ('{"entity": {}}', 'q.json=dict: must be a JSON list of {"entity": {...}, "quotas": {...}}'),
-    ("[1", "q.json=line 1 column 3: not valid JSON: Expecting ',' delimiter"),
+    ("[1", "q.json=: not valid JSON: Expecting ',' delimiter at line 1 column 3"),
     ('[{"entity": {"user": "a", "user": "b"}, "quotas": {}}]', "q.json=user: duplicate key in a JSON object"),
     ("[5]", 'entry 1=5: must be an object {"entity": {...}, "quotas": {...}}'),
 ])

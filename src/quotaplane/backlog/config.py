@@ -24,7 +24,9 @@ from typing import Any
 
 from quotaplane.backlog.names import TOPIC_FORM, is_namespace_name, is_topic_name
 from quotaplane.core.errors import ConfigError, ConfigErrors
+from quotaplane.core.fields import decimal_text, integer_text, non_finite_text
 from quotaplane.core.javamath import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
+from quotaplane.core.jsonfile import load_json
 from quotaplane.core.properties import closest_name
 
 PRODUCER_REQUEST_HOLD = "producer_request_hold"
@@ -113,17 +115,7 @@ class BacklogPolicies:
 
 def load_backlog_policies(path: str | Path) -> BacklogPolicies:
     """Read and validate a policies JSON file; raise `ConfigError(s)` naming each bad key."""
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(str(file), "", f"cannot read the policies file: {exc.strerror}") from exc
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(str(file), "", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-                          ) from None
-    return parse_backlog_policies(document)
+    return parse_backlog_policies(load_json(path, "policies file"))
 
 
 def parse_backlog_policies(document: Any) -> BacklogPolicies:
@@ -255,13 +247,10 @@ def _whole(prop: str, value: Any, low: int, high: int) -> int:
         number = value
     elif isinstance(value, float) and value.is_integer():
         number = int(value)
-    elif isinstance(value, str):
-        try:
-            number = int(value.strip())
-        except ValueError:
-            raise ConfigError(prop, value, "must be a whole number") from None
+    elif isinstance(value, str) and integer_text(value.strip()):
+        number = int(value.strip())
     else:
-        raise ConfigError(prop, _show(value), "must be a whole number")
+        raise ConfigError(prop, value if isinstance(value, str) else _show(value), "must be a whole number")
     if not low <= number <= high:
         raise ConfigError(prop, number, f"must be between {low} and {high}")
     return number
@@ -285,10 +274,13 @@ def _interval(prop: str, value: Any) -> int:
 def _double(prop: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ConfigError(prop, _show(value), "must be a number")
+    if isinstance(value, str) and not decimal_text(value.strip()):
+        raise ConfigError(prop, value, "must be a finite number" if non_finite_text(value.strip())
+                          else "must be a number")
     try:
         number = float(value.strip()) if isinstance(value, str) else float(value)
-    except ValueError:
-        raise ConfigError(prop, value, "must be a number") from None
+    except OverflowError:
+        raise ConfigError(prop, value, "must be a finite number") from None
     if not math.isfinite(number):
         raise ConfigError(prop, value, "must be a finite number")
     return number

@@ -25,7 +25,8 @@ from quotaplane.clients.engine.settings import MUTATION_MODES, STRICT, ClientQuo
 from quotaplane.clients.engine.storage_factor import FactorTimeline, StorageDecision
 from quotaplane.clients.records import read_requests_jsonl
 from quotaplane.core.errors import ConfigError, InputError
-from quotaplane.core.javamath import DOUBLE_MAX
+from quotaplane.core.fields import integer_text
+from quotaplane.core.javamath import DOUBLE_MAX, INT_MAX
 from quotaplane.core.policy import Evaluator, ReferenceEvaluation
 
 OUTPUT_FIELDS = ("ts_ms", "broker_id", "user", "client_id", "quota_type", "value", "tag_user",
@@ -34,12 +35,12 @@ OUTPUT_FIELDS = ("ts_ms", "broker_id", "user", "client_id", "quota_type", "value
 
 
 def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    """An INT option of at least 1 (`quota.window.num` and `quota.window.size.seconds` are INT)."""
+    if not integer_text(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    value = int(text.strip(" \t"))
+    if not 1 <= value <= INT_MAX:
+        raise argparse.ArgumentTypeError(f"{value} must be from 1 to {INT_MAX}")
     return value
 
 

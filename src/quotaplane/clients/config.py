@@ -28,8 +28,16 @@ from quotaplane.clients.engine.entities import DEFAULT, DEFAULT_NAME, ClientQuot
 from quotaplane.clients.engine.quota_types import CONFIG_KEY, LONG_KEYS
 from quotaplane.clients.engine.settings import ClientQuotaSettings
 from quotaplane.core.errors import ConfigError, ConfigErrors
-from quotaplane.core.javamath import DOUBLE_MAX, INT_MAX
-from quotaplane.core.properties import closest_name, load_properties, parse_bool, parse_double, parse_long
+from quotaplane.core.javamath import DOUBLE_MAX, INT_MAX, LONG_MAX
+from quotaplane.core.jsonfile import parse_json, read_text
+from quotaplane.core.properties import (
+    closest_name,
+    double_value,
+    load_properties,
+    parse_bool,
+    parse_double,
+    parse_long,
+)
 
 QUOTA_KEYS: tuple[str, ...] = tuple(CONFIG_KEY.values())
 ENTITY_KEYS = ("user", "client-id")
@@ -55,12 +63,7 @@ _SKIPPED_LINES = ("SCRAM credential configs for", "Error retrieving SCRAM creden
 
 def load_client_quotas(path: str | Path) -> ClientQuotaConfig:
     """Load a client quota file, JSON or `kafka-configs.sh --describe` text (told apart by content)."""
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(str(file), "", f"cannot read the client quota file: {exc.strerror}") from exc
-    return parse_client_quotas(text, str(file))
+    return parse_client_quotas(read_text(path, "client quota file"), str(path))
 
 
 def parse_client_quotas(text: str, source: str = "") -> ClientQuotaConfig:
@@ -112,6 +115,9 @@ class _Collector:
         if key in LONG_KEYS and abs(float(int(value + LONG_EPSILON)) - value) > LONG_EPSILON:
             self.error(prop, raw, f"must be a whole number ({key} is a LONG in Kafka)")
             return None
+        if key in LONG_KEYS and value > LONG_MAX:
+            self.error(prop, raw, f"is out of the range of a LONG ({key} is a LONG in Kafka)")
+            return None
         return value
 
     def result(self, source: str) -> ClientQuotaConfig:
@@ -122,31 +128,10 @@ class _Collector:
         return ClientQuotaConfig(self.quotas, source)
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise _DuplicateKey(key)
-        seen[key] = value
-    return seen
-
-
-class _DuplicateKey(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
 def parse_client_quotas_json(text: str, source: str = "") -> ClientQuotaConfig:
     """The JSON list format; every error in the file is reported at once."""
     where = source or "client quotas"
-    try:
-        data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
-    except _DuplicateKey as exc:
-        raise ConfigError(where, exc.key, "duplicate key in a JSON object") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(where, f"line {exc.lineno} column {exc.colno}",
-                          f"not valid JSON: {exc.msg}") from None
+    data = parse_json(text, where)
     if not isinstance(data, list):
         raise ConfigError(where, type(data).__name__,
                           'must be a JSON list of {"entity": {...}, "quotas": {...}}')
@@ -241,9 +226,12 @@ def parse_describe_output(text: str, source: str = "") -> ClientQuotaConfig:
             if not sep:
                 collector.error(f"{where} {item}", "", "expected key=value")
                 continue
+            if key.strip() in values:
+                collector.error(f"{where} {key.strip()}", raw.strip(), "duplicate key on one quota line")
+                continue
             try:
-                values[key.strip()] = float(raw.strip())
-            except ValueError:
+                values[key.strip()] = double_value(key.strip(), raw)
+            except ConfigError:
                 values[key.strip()] = raw.strip()
         collector.add(where, QuotaEntity(user, client), values)
     return collector.result(source)

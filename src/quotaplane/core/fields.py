@@ -70,6 +70,21 @@ _RE = {name: re.compile(p.replace("{END}", r"\Z")) for name, p in _PATTERNS.item
 _INTEGER, _DECIMAL, _NON_FINITE, _BOOL, _ISO = (_RE[n] for n in ("integer", "decimal", "non_finite", "bool",
                                                                  "iso"))
 SPACES = " \t"  # what surrounds a value in a text field
+
+
+def integer_text(text: str) -> bool:
+    """An integer literal: optional sign, ASCII digits (no `_`, no fraction, no exponent)."""
+    return _INTEGER.match(text) is not None
+
+
+def decimal_text(text: str) -> bool:
+    """A decimal number: `[+-]digits[.digits][e[+-]digits]` (no `_`, no hex, no NaN)."""
+    return _DECIMAL.match(text) is not None
+
+
+def non_finite_text(text: str) -> bool:
+    """NaN or an infinity as Java or Python would write it."""
+    return _NON_FINITE.match(text) is not None
 JSON_SPACES = " \t\r\n"  # RFC 8259 whitespace
 
 

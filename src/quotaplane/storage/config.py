@@ -35,7 +35,7 @@ class VolumeLimit:
     """One per-volume limit (spec: Limit Type Configuration): tested against every volume."""
 
     kind: LimitKind
-    value: float  # bytes kinds hold whole numbers
+    value: int | float  # an int (exact) for the bytes kinds, a float for the ratio
     prop: str
 
     def describe(self) -> str:
@@ -213,11 +213,11 @@ def _per_volume_limit(props: Mapping[str, str], c: Collector, kind: LimitKind,
     if prop not in props:
         return None
     if kind == "availableRatioBelow":
-        value: float | None = c.parse(lambda: parse_double(props, prop, None), None)
+        value: int | float | None = c.parse(lambda: parse_double(props, prop, None), None)
         ok = in_range(c, prop, props[prop], value, 0.0, 1.0)
     else:
         whole = c.parse(lambda: parse_long(props, prop, None), None)
-        value = float(whole) if whole is not None else None
+        value = whole
         ok = in_range(c, prop, props[prop], whole, 0, None)
     if value is None or not ok:
         return None
@@ -311,7 +311,7 @@ def _strimzi(props: Mapping[str, str], c: Collector, quotas: StaticQuotas,
                 f"[{N.MIN_AVAILABLE_BYTES},{N.MIN_AVAILABLE_RATIO}]")
     hard: VolumeLimit | None = None
     if min_bytes is not None:
-        hard = VolumeLimit("availableBytesBelow", float(min_bytes), N.MIN_AVAILABLE_BYTES)
+        hard = VolumeLimit("availableBytesBelow", min_bytes, N.MIN_AVAILABLE_BYTES)
     elif min_ratio is not None:
         hard = VolumeLimit("availableRatioBelow", min_ratio, N.MIN_AVAILABLE_RATIO)
     enabled = interval_s > 0 and hard is not None
