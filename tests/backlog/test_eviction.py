@@ -47,22 +47,37 @@ def test_precise_time_eviction_reaches_every_subscription_past_ninety_percent() 
             snap(ts=tick, sub="past", publish=tick - 54_001, entries=10, size=10),
             snap(ts=tick, sub="none", entries=0, size=0)]
     # limit 60 s -> target 54 s -> cutoff 46 000; "old": 46/100 of its backlog
-    got = time_evictions(tick, rows, rows[0], 60, precise=True)
+    got = time_evictions(tick, rows, 60, precise=True)
     assert got == (Eviction("old", 46, 460), Eviction("past", 0, 0))
 
 
-def test_estimate_time_eviction_is_the_slowest_cursor_only() -> None:
+def test_estimate_time_eviction_stops_at_a_cursor_in_an_open_ledger() -> None:
     tick = 100_000
     rows = [snap(ts=tick, sub="old", publish=0, close=10_000, entries=100, size=1000),
             snap(ts=tick, sub="young", publish=1, entries=100, size=1000)]
-    # cutoff tick - 60 s = 40 000: 40% of "old"
-    assert time_evictions(tick, rows, rows[0], 60, precise=False) == (Eviction("old", 40, 400),)
+    # cutoff tick - 60 s = 40 000: 40% of "old"; "young" is in the open ledger
+    assert time_evictions(tick, rows, 60, precise=False) == (Eviction("old", 40, 400),)
     late = snap(ts=tick, sub="late", publish=50_000, close=1, entries=5, size=5)
-    assert time_evictions(tick, [late], late, 60, precise=False) == (Eviction("late", 0, 0),)
-    assert time_evictions(tick, [], None, 60, precise=False) == ()
+    assert time_evictions(tick, [late], 60, precise=False) == (Eviction("late", 0, 0),)
+    assert time_evictions(tick, [], 60, precise=False) == ()
+
+
+def test_estimate_time_eviction_moves_every_slowest_cursor_in_an_expired_closed_ledger() -> None:
+    """`dropBacklogForTimeLimit` picks the slowest cursor again after each skip: every cursor whose
+    ledger is closed and past the limit moves, slowest first, until one is not."""
+    tick = 100_000
+    a = snap(ts=tick, sub="a", publish=0, close=10_000, entries=100, size=1000)
+    b = snap(ts=tick, sub="b", publish=20_000, close=39_999, entries=10, size=100)   # 60 001 ms ago
+    edge = snap(ts=tick, sub="edge", publish=30_000, close=40_000, entries=10, size=100)  # exactly 60 s
+    c = snap(ts=tick, sub="c", publish=35_000, close=1_000, entries=10, size=100)  # expired, but after edge
+    assert time_evictions(tick, [a, b], 60, precise=False) == (Eviction("a", 40, 400), Eviction("b", 2, 25))
+    assert time_evictions(tick, [c, edge, b, a], 60, precise=False) == (Eviction("a", 40, 400),
+                                                                          Eviction("b", 2, 25))
+    assert time_evictions(tick, [a, b, c], 60, precise=False) == (
+        Eviction("a", 40, 400), Eviction("b", 2, 25), Eviction("c", 0, 7))
 
 
 def test_precise_time_eviction_with_a_one_second_limit_expires_everything_published_before() -> None:
     tick = 10_000
     row = snap(ts=tick, sub="s", publish=9_000, entries=7, size=70)
-    assert time_evictions(tick, [row], row, 1, precise=True) == (Eviction("s", 7, 70),)
+    assert time_evictions(tick, [row], 1, precise=True) == (Eviction("s", 7, 70),)

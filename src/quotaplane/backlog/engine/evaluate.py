@@ -38,7 +38,7 @@ def check_topic(ts_ms: int, topic: str, rows: Sequence[Snapshot], quotas: Resolv
     evictions: tuple[Eviction, ...] = ()
     if action == CONSUMER_BACKLOG_EVICTION:
         evictions = (size_eviction(oldest, quotas.size_limit) if exceeded == SIZE
-                     else time_evictions(ts_ms, rows, oldest, quotas.time_limit, precise))
+                     else time_evictions(ts_ms, rows, quotas.time_limit, precise))
     return TickResult(
         ts_ms=ts_ms,
         topic=topic,

@@ -18,8 +18,9 @@ from quotaplane.backlog.config import CONSUMER_BACKLOG_EVICTION, PRODUCER_EXCEPT
 from quotaplane.backlog.engine.model import SIZE, TIME
 
 
-def _order() -> tuple[Column, ...]:
-    """Oldest publish time first (no backlog last), then the larger backlog, then the name."""
+def slowest_first() -> tuple[Column, ...]:
+    """The slowest cursor first (`oldest.oldest_key`): oldest publish time first (no backlog last),
+    then the larger backlog, then the name."""
     return (F.col("oldest_unacked_publish_ts_ms").asc_nulls_last(), F.col("backlog_size_bytes").desc(),
             F.col("subscription").asc())
 
@@ -48,7 +49,7 @@ def whole_seconds() -> Column:
 
 def rank_subscriptions(df: DataFrame) -> DataFrame:
     """Add `_rank` (1 = the oldest subscription) and the oldest subscription's values `_o_*`."""
-    ordered = Window.partitionBy("ts_ms", "topic").orderBy(*_order())
+    ordered = Window.partitionBy("ts_ms", "topic").orderBy(*slowest_first())
     whole = ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     out = df.withColumn("_rank", F.row_number().over(ordered))
     for alias, column in _OLDEST.items():

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from quotaplane.backlog.engine.eviction import REDUCTION_FACTOR
 from quotaplane.backlog.engine.model import SIZE, TIME
+from quotaplane.backlog.spark.checks import slowest_first
 from quotaplane.core.javamath import double_to_int, double_to_long
 
 COLUMNS = ("ts_ms", "topic", "quota_type", "subscription", "entries", "bytes")
@@ -70,14 +71,20 @@ def evictions(precise: bool) -> Callable[[DataFrame], DataFrame]:
             )
             subscription = F.col("subscription")
         else:
-            hit = time_runs.where((F.col("_rank") == 1) & F.col("_o_publish").isNotNull())
+            # the slowest cursors, in order, as long as each sits in a closed ledger past the limit
+            close = F.col("oldest_unacked_ledger_close_ts_ms")
+            publish = F.col("oldest_unacked_publish_ts_ms")
+            expired = (publish.isNotNull() & (close > 0)
+                       & (F.col("ts_ms") - close > F.col("time_limit") * 1000))
+            so_far = Window.partitionBy("ts_ms", "topic").orderBy(*slowest_first()).rowsBetween(
+                Window.unboundedPreceding, Window.currentRow)
+            hit = (time_runs.withColumn("_moved", F.min(F.coalesce(expired, F.lit(False)).cast("int"))
+                                        .over(so_far) == 1)
+                   .where(F.col("_moved")))
             ev_entries, ev_bytes = _older_than(
-                F.col("ts_ms") - F.col("time_limit") * 1000,
-                F.col("_o_publish"),
-                F.col("topic_backlog_entries"),
-                F.col("topic_backlog_size_bytes"),
-            )
-            subscription = F.col("oldest_subscription")
+                F.col("ts_ms") - F.col("time_limit") * 1000, publish, F.col("backlog_entries"),
+                F.col("backlog_size_bytes"))
+            subscription = F.col("subscription")
         by_time = hit.select(
             "ts_ms",
             "topic",
