@@ -1,4 +1,4 @@
-"""The Yammer 2.2 one-minute rate in event time (facts A6)."""
+"""The Yammer 2.2 one-minute rate in event time (metrics-core 2.2.0 `Meter` and `EWMA`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Client request telemetry: one request a broker measured against a client quota.
 
-spec: Kafka `ClientQuotaManager.recordAndGetThrottleTimeMs` (reference facts A2): a broker records
+spec: Kafka `ClientQuotaManager.recordAndGetThrottleTimeMs`: a broker records
 each request's value in the sensor of its quota type, so a record is one `record` call: a produce
 request's bytes, a fetch response's bytes, a request's thread time in ms, or the partitions one
 topic of a CreateTopics/CreatePartitions/DeleteTopics request mutates.

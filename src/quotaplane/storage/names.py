@@ -1,6 +1,6 @@
 """Property names of the storage quota configuration, per dialect.
 
-Two dialects (DESIGN.md, "Storage quotas"):
+Two dialects (docs/storage-quotas.md, Configuration):
 
 - `spec` (the default): the names of the cluster-wide volume quota proposal
   (spec: Configuration Summary, Hard/Soft Limit Configuration, Compatibility);

@@ -1,6 +1,6 @@
 """Client quota entities (`user`, `client-id`, each a name or the default) and the quotas set on them.
 
-spec: Kafka `ClientQuotaManager` (reference facts A1). An entity is a user, a client id, or a
+spec: Kafka `ClientQuotaManager`. An entity is a user, a client id, or a
 (user, client id) pair; `<default>` names the default user or default client id. The eight entity
 shapes form Kafka's precedence levels, 1 the most specific.
 """

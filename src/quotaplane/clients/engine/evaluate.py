@@ -1,7 +1,8 @@
 """The reference engine: every client request measured and judged one at a time, in event time.
 
 spec: Kafka `ClientQuotaManager`, `ClientRequestQuotaManager`, `ControllerMutationQuotaManager`
-(reference facts A1-A3), kip-786-quota-value-metrics, and the storage callback's produce limit.
+(with `SampledStat`, `Rate`, `QuotaUtils`), kip-786-quota-value-metrics, and the storage callback's
+produce limit.
 
 Per broker and quota type, requests with the same metric tags share one sensor (see `resolution`).
 A type is recorded only when some entity sets its quota (produce always, when the storage callback

@@ -1,6 +1,6 @@
 """The Spark engine's per-group arithmetic: one sharing group's requests, in time order, as numpy.
 
-spec: Kafka `SampledStat`/`Rate`, `QuotaUtils`, `TokenBucket` (reference facts A2, A3); the same
+spec: Kafka `SampledStat`/`Rate`, `QuotaUtils`, `TokenBucket`; the same
 rules as `quotaplane.clients.engine`, formulated over whole arrays.
 
 Sampled rates without a Python loop. Which sample a record lands in, and which samples a

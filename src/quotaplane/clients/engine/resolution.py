@@ -1,6 +1,6 @@
 """Which quota a request gets: its metric tags (who shares the quota), then the limit and its level.
 
-spec: Kafka `ClientQuotaManager.DefaultQuotaCallback` (reference facts A1). Each quota type has its
+spec: Kafka `ClientQuotaManager.DefaultQuotaCallback`. Each quota type has its
 own quota manager, so the entities that count for a type are those that set its key.
 
 1. Tags. With one kind of entity configured (`quotaTypesEnabled` is 1, 2 or 4), or none, the tags

@@ -1,6 +1,6 @@
 """Kafka's `Rate` over a `WindowedSum` `SampledStat`, as in Kafka 3.8 and later.
 
-spec: Kafka `SampledStat`, `Rate` (reference facts A2). `samples + 1` slots in a ring: a record
+spec: Kafka `SampledStat`, `Rate`. `samples + 1` slots in a ring: a record
 goes into the current sample unless that sample is complete (`t - start >= window`), in which case
 the next slot is reset to start at `t`. Measuring first purges every sample whose last event is at
 least `samples * window` old (reset to start now), then divides the sum of all slots by the window

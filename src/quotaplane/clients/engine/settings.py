@@ -1,6 +1,6 @@
 """The broker settings client quotas are evaluated with, and their Kafka defaults.
 
-spec: Kafka `QuotaConfig` (reference facts A2): `quota.window.num` 11 and
+spec: Kafka `QuotaConfig`: `quota.window.num` 11 and
 `quota.window.size.seconds` 1, both at least 1, with the same defaults for the `controller.`
 variants; kip-786-quota-value-metrics (Configuration): `client.quota.value.metric.enable`, default
 false. The storage callback's static produce quota is `client.quota.callback.static.produce`.

@@ -1,6 +1,6 @@
 """Kafka's `TokenBucket` stat, the controller mutation quota (KIP-599).
 
-spec: Kafka `TokenBucket` (reference facts A3). The bound is the refill rate per second; the burst
+spec: Kafka `TokenBucket`. The bound is the refill rate per second; the burst
 is `samples * window_seconds * bound`. A new bucket starts with 0 tokens last updated at time 0, so
 its first refill (`bound * t / 1000`) fills it for any epoch-millisecond time.
 """

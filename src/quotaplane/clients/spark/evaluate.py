@@ -1,6 +1,6 @@
 """Per-request decisions in Spark: the sequential rate state of each sharing group.
 
-spec: Kafka client quotas (reference facts A2, A3), the rules of `quotaplane.clients.engine.evaluate`.
+spec: Kafka client quotas, the rules of `quotaplane.clients.engine.evaluate`.
 The state (samples, token bucket) is sequential per (config, broker, quota type, metric tags), so the
 recorded requests are grouped with `applyInPandas` (by config, broker, quota type and a bucket of
 sharing groups) and each sharing group is evaluated by the numpy kernels of `kernels` (vectorised;

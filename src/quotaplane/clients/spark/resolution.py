@@ -1,6 +1,6 @@
 """Quota resolution in Spark: each request's metric tags, configured limit and precedence level.
 
-spec: Kafka `DefaultQuotaCallback` (reference facts A1), the rules of
+spec: Kafka `DefaultQuotaCallback`, the rules of
 `quotaplane.clients.engine.resolution`, as joins and column expressions:
 
 1. The configuration becomes a table of (config_id, quota_type, entity, value) rows; a quota

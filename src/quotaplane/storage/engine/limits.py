@@ -3,7 +3,7 @@
 The Spark transform (`quotaplane.storage.spark.limits`) computes the same values with the same
 operations in the same order, so both engines give bit-identical doubles.
 
-Per volume (spec: Limit Type Configuration; DESIGN.md "Storage quotas"):
+Per volume (spec: Limit Type Configuration; docs/storage-quotas.md):
 
 - a limit is *breached* when `availableBytes <= x` (availableBytesBelow), `availableRatio <= x`
   (availableRatioBelow) or `usedBytes >= x` (usedBytesAbove);
@@ -32,7 +32,7 @@ def breached(limit: VolumeLimit, volume: Volume) -> bool:
 
 
 def threshold_bytes(limit: VolumeLimit, volume: Volume) -> float:
-    """The limit as available bytes of this volume (DESIGN.md: thresholds turned into bytes per volume)."""
+    """The limit as available bytes of this volume (spec: Limit Type Configuration)."""
     if limit.kind == "availableBytesBelow":
         return float(int(limit.value))
     if limit.kind == "availableRatioBelow":
