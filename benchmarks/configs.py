@@ -14,8 +14,8 @@ from typing import Any
 
 from benchmarks.tiers import SCENARIO, Tier
 from quotaplane.core.policy import RunConfigs
-from quotaplane.sim import resolve
 from quotaplane.sim.model import ROLE_ADMIN, ROLE_PRODUCER, ClusterModel
+from quotaplane.sim.run import resolve
 
 MIB = 1 << 20
 INT_MAX = 2**31 - 1

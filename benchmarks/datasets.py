@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.tiers import SCENARIO, Tier
-from quotaplane.sim import resolve, simulate
 from quotaplane.sim.kinds import KINDS
+from quotaplane.sim.run import resolve, simulate
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 

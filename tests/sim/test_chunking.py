@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from quotaplane.sim import generate, resolve, simulate
 from quotaplane.sim.kinds import KINDS
+from quotaplane.sim.run import generate, resolve, simulate
 from quotaplane.sim.writers import PartWriter, jsonl_bytes
 
 

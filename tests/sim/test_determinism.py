@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from quotaplane.sim import simulate
+from quotaplane.sim.run import simulate
 from tests.sim.conftest import SMALL, tables
 
 TINY = {"brokers": 6, "days": 0.1, "interval_seconds": 60, "clients": 20, "topics": 6, "pulsar_topics": 2,

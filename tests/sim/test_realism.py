@@ -7,11 +7,11 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from quotaplane.sim import resolve
 from quotaplane.sim.model import DAY_MS, ERROR_REASONS, HOUR_MS, MINUTE_MS
 from quotaplane.sim.rates import RateModel
 from quotaplane.sim.requests import RequestGenerator
 from quotaplane.sim.rng import Fields
+from quotaplane.sim.run import resolve
 from quotaplane.sim.scenarios import BACKFILL_CLIENT
 from tests.sim.conftest import SMALL
 

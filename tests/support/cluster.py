@@ -1,7 +1,8 @@
 """A real Spark standalone cluster (master + workers) or Spark Connect server on loopback.
 
 Started from the installed pyspark distribution (`pyspark/bin/spark-class`), nothing downloaded.
-Used by the distributed-run test and by `python -m tests.support.cluster` to try
+Used by the distributed-run test, by `python -m tests.support.cluster_check`, and by
+`python -m tests.support.cluster standalone|connect` (run from the repository root) to try
 `quotaplane run --master spark://127.0.0.1:PORT` or `--remote sc://127.0.0.1:PORT` by hand.
 """
 

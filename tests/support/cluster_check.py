@@ -6,7 +6,7 @@ Runs `quotaplane run` on the bundled example twice, in subprocesses: once embedd
 once on a cluster started on loopback from the installed pyspark (`standalone`: a master and
 `--workers` workers; `connect`: a Spark Connect server), stops the cluster, and compares every
 decision table the two runs wrote, row by row. Exit 0 when they are equal, 1 with the tables that
-differ, 2 when a run fails.
+differ, 2 when a run fails. Run from the repository root (`make cluster-check` does).
 """
 
 from __future__ import annotations

@@ -9,11 +9,11 @@ import pytest
 from quotaplane.core.spark.readers import read_telemetry
 from quotaplane.topics.config import parse_topics_config
 from quotaplane.topics.engine.evaluate import TopicRequest, evaluate
-from quotaplane.topics.engine.thresholds import SINCE_START
+from quotaplane.topics.engine.thresholds import SINCE_START, ThresholdSchedule
 from quotaplane.topics.records import TOPIC_REQUESTS
 from quotaplane.topics.spark.evaluate import decisions, evaluate_requests, meters
 from quotaplane.topics.spark.intervals import dropped_log, topic_intervals
-from quotaplane.topics.spark.thresholds import explicit_deltas, explicit_intervals, with_thresholds
+from quotaplane.topics.spark.thresholds import with_thresholds
 from tests.support.differential import assert_rows_equal
 from tests.topics.strategies import request_frame
 from tests.topics.test_differential import DECISION_KEYS
@@ -36,10 +36,11 @@ REQUESTS = [TopicRequest(0, 1, "x", 9000), TopicRequest(4999, 1, "a", 50), Topic
 
 def test_schedule_tables_from_the_config() -> None:
     assert [c.accepted for c in CONFIG.changes] == [True, True, True, True, False]
-    assert explicit_intervals(CONFIG) == [("a", SINCE_START, 5000, 100), ("b", 5000, 7000, 300),
-                                          ("b", 7000, None, 900)]
-    assert explicit_deltas(CONFIG) == [(SINCE_START, 0, 100, 1), (5000, 1, -100, -1), (5000, 2, 300, 1),
-                                       (7000, 3, 600, 0)]
+    schedule = ThresholdSchedule(CONFIG)
+    assert schedule.explicit_intervals() == [("a", SINCE_START, 5000, 100), ("b", 5000, 7000, 300),
+                                             ("b", 7000, None, 900)]
+    assert schedule.deltas() == [(SINCE_START, 0, 100, 1), (5000, 1, -100, -1), (5000, 2, 300, 1),
+                                 (7000, 3, 600, 0)]
 
 
 def test_thresholds_as_of_each_request(spark) -> None:

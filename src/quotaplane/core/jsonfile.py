@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from quotaplane.core.errors import ConfigError
+from quotaplane.core.properties import read_config_bytes
 
 
 class _Duplicate(ValueError):
@@ -34,11 +35,7 @@ def read_text(path: str | Path, what: str) -> str:
     """The text of a UTF-8 file; `ConfigError` naming the file (and the line of a byte that is not
     UTF-8)."""
     file = Path(path)
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise ConfigError(str(file), "", f"cannot read the {what}: {exc.strerror}") from exc
-    data = data.removeprefix(b"\xef\xbb\xbf")
+    data = read_config_bytes(file, what)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

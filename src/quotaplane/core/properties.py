@@ -40,14 +40,20 @@ def parse_properties(text: str, source: str = "<text>") -> dict[str, str]:
     return {key: value for key, (value, _meta) in props.items()}
 
 
+def read_config_bytes(path: str | Path, what: str) -> bytes:
+    """The bytes of a configuration file without a leading UTF-8 byte order mark; `ConfigError`
+    naming the file when it cannot be read."""
+    file = Path(path)
+    try:
+        return file.read_bytes().removeprefix(b"\xef\xbb\xbf")
+    except OSError as exc:
+        raise ConfigError(str(file), "", f"cannot read the {what}: {exc.strerror}") from exc
+
+
 def load_properties(path: str | Path) -> dict[str, str]:
     """Load a `.properties` file (module docstring: encoding, escapes)."""
     file = Path(path)
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise ConfigError(str(file), "", f"cannot read the configuration file: {exc.strerror}") from exc
-    data = data.removeprefix(b"\xef\xbb\xbf")
+    data = read_config_bytes(file, "configuration file")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -1,11 +1,5 @@
 """A deterministic simulator of cluster telemetry (storage, client and topic requests, backlogs).
 
-`simulate(scenario, out, overrides)` writes a telemetry directory; `generate` yields chunks.
-See docs/simulator.md.
+`quotaplane.sim.run.simulate(scenario, out, overrides)` writes a telemetry directory; `generate`
+yields chunks; the scenarios are in `quotaplane.sim.scenarios`. See docs/simulator.md.
 """
-
-from quotaplane.sim.params import SimParams
-from quotaplane.sim.run import generate, resolve, simulate
-from quotaplane.sim.scenarios import SCENARIOS
-
-__all__ = ["SCENARIOS", "SimParams", "generate", "resolve", "simulate"]

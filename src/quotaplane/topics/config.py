@@ -49,7 +49,9 @@ class ThresholdChange:
 
     `threshold` None removes the explicit threshold (the topic then gets the default share).
     `explicit_sum` is the sum of the explicit thresholds after the change, or the sum it would have
-    made when `accepted` is False; `error` then says why it was rejected.
+    made when `accepted` is False; `error` then says why it was rejected. `explicit_count` is the
+    number of explicit thresholds after an accepted change, `previous` the topic's explicit threshold
+    before it: with them, the schedule of thresholds in force is derived once, here.
     """
 
     key: str
@@ -60,6 +62,8 @@ class ThresholdChange:
     accepted: bool = True
     explicit_sum: int = 0
     error: str | None = None
+    explicit_count: int = 0
+    previous: int | None = None
 
 
 @dataclass(frozen=True)
@@ -155,11 +159,13 @@ def schedule_changes(total: int, settings: Iterable[ThresholdChange]) -> tuple[T
                     f"explicit thresholds sum to {others})")
             out.append(replace(change, accepted=False, explicit_sum=new_sum, error=rule))
             continue
+        previous = explicit.get(change.topic)
         if change.threshold is None:
             explicit.pop(change.topic, None)
         else:
             explicit[change.topic] = change.threshold
-        out.append(replace(change, accepted=True, explicit_sum=new_sum, error=None))
+        out.append(replace(change, accepted=True, explicit_sum=new_sum, error=None,
+                           explicit_count=len(explicit), previous=previous))
     return tuple(out)
 
 

@@ -20,4 +20,4 @@ class TopicsPolicy(Policy[TopicQuotaConfig]):
     def run_stage(self, ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> StageResult:
         from quotaplane.topics.spark.stage import run_stage
 
-        return run_stage(ctx, config)
+        return run_stage(ctx, config, outputs)

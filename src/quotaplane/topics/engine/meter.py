@@ -1,7 +1,7 @@
 """The Yammer 2.2 meter's one-minute rate, ticked in event time.
 
 spec: kafka-topic-bytes-in-quota (Low level design, 2): the observed bytes-in rate is a Meter's
-OneMinuteRate, an EWMA refreshed every 5 s. Facts A6 (metrics-core 2.2.0 `EWMA.tick()`):
+OneMinuteRate, an EWMA refreshed every 5 s. Yammer metrics-core 2.2.0 `EWMA.tick()`:
 
     instant = uncounted / 5e9              # per nanosecond; the counter is reset
     rate    = instant                      # first tick

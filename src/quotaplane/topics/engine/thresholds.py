@@ -20,11 +20,15 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from quotaplane.core.javamath import LONG_MIN
-from quotaplane.topics.config import TopicQuotaConfig
+from quotaplane.topics.config import ThresholdChange, TopicQuotaConfig
 from quotaplane.topics.engine.decision import DEFAULT_SHARE, EXPLICIT
 
 # When the plain keys take effect: the smallest LONG, at or before any request.
 SINCE_START = LONG_MIN
+
+
+def _effective(change: ThresholdChange) -> int:
+    return SINCE_START if change.ts_ms is None else change.ts_ms
 
 
 @dataclass(frozen=True)
@@ -36,30 +40,43 @@ class Threshold:
 
 
 class ThresholdSchedule:
-    """The accepted threshold settings of a config, answering 'as of t' questions by bisection."""
+    """The accepted threshold settings of a config, in effect order (`schedule_changes` derived the
+    explicit sum and count after each), answering 'as of t' questions by bisection; its views
+    (`explicit_intervals`, `configured`, `deltas`) are what the Spark transform joins and sums."""
 
     def __init__(self, config: TopicQuotaConfig) -> None:
         self.total = config.total_threshold
+        self.changes = config.accepted_changes
         self._topic_times: dict[str, list[int]] = {}
         self._topic_values: dict[str, list[int | None]] = {}
-        self._step_times: list[int] = []
-        self._step_sums: list[int] = []
-        self._step_counts: list[int] = []
+        self._step_times = [_effective(c) for c in self.changes]
+        self._step_sums = [c.explicit_sum for c in self.changes]
+        self._step_counts = [c.explicit_count for c in self.changes]
         self.configured: list[tuple[int, str]] = []  # (time a topic enters the configured set, topic)
-        explicit: dict[str, int] = {}
-        for change in config.accepted_changes:
-            ts = SINCE_START if change.ts_ms is None else change.ts_ms
+        for change, ts in zip(self.changes, self._step_times, strict=True):
             if change.topic not in self._topic_times:
                 self.configured.append((ts, change.topic))
             self._topic_times.setdefault(change.topic, []).append(ts)
             self._topic_values.setdefault(change.topic, []).append(change.threshold)
-            if change.threshold is None:
-                explicit.pop(change.topic, None)
-            else:
-                explicit[change.topic] = change.threshold
-            self._step_times.append(ts)
-            self._step_sums.append(sum(explicit.values()))
-            self._step_counts.append(len(explicit))
+
+    def explicit_intervals(self) -> list[tuple[str, int, int | None, int]]:
+        """`(topic, from_ms, to_ms or None, threshold)`: when each explicit threshold is in force
+        (the last setting of a millisecond wins, as `explicit_at` bisects)."""
+        out: list[tuple[str, int, int | None, int]] = []
+        for topic, times in self._topic_times.items():
+            values = self._topic_values[topic]
+            for i, (ts, value) in enumerate(zip(times, values, strict=True)):
+                if value is None or (i + 1 < len(times) and times[i + 1] == ts):
+                    continue
+                later = [t for t in times[i + 1:] if t != ts]
+                out.append((topic, ts, later[0] if later else None, value))
+        return out
+
+    def deltas(self) -> list[tuple[int, int, int, int]]:
+        """`(ts_ms, seq, change of the explicit sum, change of the explicit count)` per setting."""
+        return [(_effective(c), seq, (c.threshold or 0) - (c.previous or 0),
+                 (c.threshold is not None) - (c.previous is not None))
+                for seq, c in enumerate(self.changes)]
 
     def explicit_at(self, topic: str, ts_ms: int) -> int | None:
         """The topic's explicit threshold in force at `ts_ms`, or None."""

@@ -1,7 +1,8 @@
 """The topic bytes-in quota stage of `quotaplane run` (spec: kafka-topic-bytes-in-quota).
 
-Reads `topic_requests` and the `.properties` config (`ctx.configs.topics`), judges every request with
-Spark (see `evaluate`), and writes under `ctx.out_dir` (Parquet):
+Reads `topic_requests` (the runner calls it only when that input is present and the `.properties`
+config is loaded), judges every request with Spark (see `evaluate`), and writes under `ctx.out_dir`
+(Parquet):
 - `topic_decisions/`: one row per request: decision, reason, the rates and thresholds it was judged by;
 - `topic_intervals/`: per broker, topic and interval: accepted, throttled and error requests, bytes
   and average rates, the highest one-minute rates and the threshold range;
@@ -10,7 +11,8 @@ Spark (see `evaluate`), and writes under `ctx.out_dir` (Parquet):
   the threshold at the end of the telemetry (the last request's time);
 - `topic_threshold_changes/`: every configured threshold setting, accepted or rejected (with why);
 - `quarantine/topic_requests/`: rejected rows with their reasons.
-It registers the bytes-in, throttled and error meters in `ctx.registry`.
+It registers the bytes-in, throttled and error meters in `ctx.registry`. No other policy needs the
+topic decisions: the stage provides nothing to `Outputs`.
 """
 
 from __future__ import annotations
@@ -22,19 +24,20 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from quotaplane.core.policy import StageContext, StageResult
+from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.readers import check_once, read_telemetry
 from quotaplane.topics.config import TopicQuotaConfig, change_error
 from quotaplane.topics.engine.decision import DECISIONS
 from quotaplane.topics.engine.evaluate import MeterSnapshot
 from quotaplane.topics.metrics import TopicMetrics
-from quotaplane.topics.records import TOPIC_REQUESTS
+from quotaplane.topics.records import INPUTS
 from quotaplane.topics.report import build_sections
 from quotaplane.topics.spark.evaluate import decisions, evaluate_requests, meters
 from quotaplane.topics.spark.intervals import dropped_log, topic_intervals
 from quotaplane.topics.spark.report_data import collect_report_data
 
-INPUT = "topic_requests"
+REQUESTS = INPUTS[0]
+INPUT = REQUESTS.name
 NAME = "topics"
 
 _CHANGES = T.StructType([
@@ -48,14 +51,14 @@ _CHANGES = T.StructType([
 ])
 
 
-def run_stage(ctx: StageContext, config: TopicQuotaConfig) -> StageResult:
-    """Judge every produce request of the run."""
+def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> StageResult:
+    """Judge every produce request of the run (`outputs`: nothing needed, nothing provided)."""
     path = ctx.find_input(INPUT)
     assert path is not None, "the runner runs a stage only when its input is present"
     out = ctx.out_dir
     with ctx.progress.step("topics: read produce requests"):
         # parsed once and cached: the evaluation scans the requests several times
-        checked = check_once(read_telemetry(ctx.spark, TOPIC_REQUESTS, path), out / "quarantine" / INPUT)
+        checked = check_once(read_telemetry(ctx.spark, REQUESTS.schema, path), out / "quarantine" / INPUT)
         counts = checked.counts
         as_of = checked.used.agg(F.max("ts_ms")).first()[0] if counts.used else None
     _write(_changes(ctx.spark, config), out / "topic_threshold_changes")

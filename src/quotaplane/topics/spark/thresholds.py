@@ -1,7 +1,7 @@
 """Each request's topic threshold as of its time, with Spark column expressions and one window.
 
-spec: kafka-topic-bytes-in-quota (Low level design, 1); the rules are those of
-`quotaplane.topics.engine.thresholds`:
+spec: kafka-topic-bytes-in-quota (Low level design, 1); the rules, and the schedule of settings in
+force, are those of `quotaplane.topics.engine.thresholds.ThresholdSchedule`:
 
 - explicit threshold: a broadcast join of the requests with the validity intervals
   `[from_ms, to_ms)` of every accepted explicit setting (a removal ends an interval);
@@ -22,7 +22,7 @@ from pyspark.sql import types as T
 
 from quotaplane.topics.config import TopicQuotaConfig
 from quotaplane.topics.engine.decision import DEFAULT_SHARE, EXPLICIT
-from quotaplane.topics.engine.thresholds import SINCE_START
+from quotaplane.topics.engine.thresholds import ThresholdSchedule
 
 THRESHOLD_COLUMNS = ("total_threshold", "topic_threshold", "threshold_source")
 
@@ -44,48 +44,6 @@ _DELTAS = T.StructType([
 ])
 
 
-def explicit_intervals(config: TopicQuotaConfig) -> list[tuple[str, int, int | None, int]]:
-    """`(topic, from_ms, to_ms or None, threshold)`: when each explicit threshold is in force."""
-    per_topic: dict[str, list[tuple[int, int | None]]] = {}
-    for change in config.accepted_changes:
-        ts = SINCE_START if change.ts_ms is None else change.ts_ms
-        steps = per_topic.setdefault(change.topic, [])
-        if steps and steps[-1][0] == ts:
-            steps[-1] = (ts, change.threshold)  # the last setting of a millisecond wins
-        else:
-            steps.append((ts, change.threshold))
-    out: list[tuple[str, int, int | None, int]] = []
-    for topic, steps in per_topic.items():
-        for i, (ts, value) in enumerate(steps):
-            if value is not None:
-                out.append((topic, ts, steps[i + 1][0] if i + 1 < len(steps) else None, value))
-    return out
-
-
-def configured_topics(config: TopicQuotaConfig) -> list[tuple[str, int]]:
-    """`(topic, ms)`: when each topic joins the configured set (its first accepted setting)."""
-    first: dict[str, int] = {}
-    for change in config.accepted_changes:
-        first.setdefault(change.topic, SINCE_START if change.ts_ms is None else change.ts_ms)
-    return list(first.items())
-
-
-def explicit_deltas(config: TopicQuotaConfig) -> list[tuple[int, int, int, int]]:
-    """`(ts_ms, seq, change of the explicit sum, change of the explicit count)` per accepted setting."""
-    explicit: dict[str, int] = {}
-    out = []
-    for seq, change in enumerate(config.accepted_changes):
-        old = explicit.get(change.topic)
-        if change.threshold is None:
-            explicit.pop(change.topic, None)
-        else:
-            explicit[change.topic] = change.threshold
-        out.append((SINCE_START if change.ts_ms is None else change.ts_ms, seq,
-                    (change.threshold or 0) - (old or 0),
-                    (change.threshold is not None) - (old is not None)))
-    return out
-
-
 def with_thresholds(config: TopicQuotaConfig) -> Callable[[DataFrame], DataFrame]:
     """Rows with `broker_id, topic, ts_ms` -> the same rows plus `total_threshold`, `topic_threshold`,
     `threshold_source`. The brokers' topic sets are built from these rows (first row per broker and
@@ -94,9 +52,10 @@ def with_thresholds(config: TopicQuotaConfig) -> Callable[[DataFrame], DataFrame
     def transform(rows: DataFrame) -> DataFrame:
         spark = rows.sparkSession
         columns = rows.columns
-        intervals = spark.createDataFrame(explicit_intervals(config), _INTERVALS)
-        configured = spark.createDataFrame(configured_topics(config), _CONFIGURED)
-        deltas = spark.createDataFrame(explicit_deltas(config), _DELTAS)
+        schedule = ThresholdSchedule(config)
+        intervals = spark.createDataFrame(schedule.explicit_intervals(), _INTERVALS)
+        configured = spark.createDataFrame([(topic, ts) for ts, topic in schedule.configured], _CONFIGURED)
+        deltas = spark.createDataFrame(schedule.deltas(), _DELTAS)
 
         brokers = rows.select("broker_id").distinct()
         candidates = rows.select("broker_id", "topic", "ts_ms").unionByName(
