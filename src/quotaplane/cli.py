@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from quotaplane import __version__, run_command
 from quotaplane.core.commands import register_policy
 from quotaplane.core.errors import ConfigError, ConfigErrors, InputError, QuotaplaneError
+from quotaplane.live import cli as serve_command
 from quotaplane.registry import POLICIES
 from quotaplane.sim import cli as simulate_command
 from quotaplane.storage.cli import register_config_check
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_config_check(sub)
     run_command.register(sub)
     simulate_command.register(sub)
+    serve_command.register(sub)
     for policy in POLICIES:
         register_policy(sub, policy)
     return parser

@@ -21,20 +21,41 @@ PURE = [
     "quotaplane.core.policy", "quotaplane.core.commands", "quotaplane.core.records", "quotaplane.core.jsonl",
     "quotaplane.core.javamath", "quotaplane.core.exposition", "quotaplane.core.report",
     "quotaplane.core.properties", "quotaplane.cli", "quotaplane.registry", "quotaplane.sim",
+    "quotaplane.live.service", "quotaplane.live.cli", "quotaplane.live.replay", "quotaplane.live.http",
     *[f"quotaplane.{p}.{m}" for p in POLICIES
       for m in ("engine", "config", "records", "metrics", "report", "cli", "policy")],
-    *[f"quotaplane.{p}.engine.{f.stem}" for p in POLICIES for f in sorted((SRC / p / "engine").glob("*.py"))
-      if f.stem != "__init__"],
 ]
+ENGINE_MODULES = [f"quotaplane.{p}.engine.{f.stem}" for p in POLICIES
+                  for f in sorted((SRC / p / "engine").glob("*.py")) if f.stem != "__init__"]
 # Run first in the child: pyspark and py4j cannot be imported.
 BLOCK = """
 import sys
 class _NoSpark:
     def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] in ("pyspark", "py4j"):
-            raise ImportError(f"pyspark is not installed here (asked for {name})")
+            raise ImportError(f"pyspark is not installed here (asked for {name})", name=name)
         return None
 sys.meta_path.insert(0, _NoSpark())
+"""
+# Imports each named module; on failure prints the chain of imports that led to the missing module.
+IMPORT = """
+import importlib, traceback
+from pathlib import Path
+src = Path(SRC)
+failed = []
+for name in NAMES:
+    try:
+        importlib.import_module(name)
+    except ImportError as error:
+        chain = []
+        for frame in traceback.extract_tb(error.__traceback__):
+            path = Path(frame.filename)
+            if frame.name == "<module>" and path.is_relative_to(src):
+                parts = path.relative_to(src.parent).with_suffix("").parts
+                module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+                chain.append(f"{module} (line {frame.lineno})")
+        failed.append(" -> ".join([*chain, str(error.name)]) + f": {error}")
+print("\\n".join(failed))
 """
 
 
@@ -43,20 +64,30 @@ def _run(code: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
                           timeout=120)
 
 
+def _import_without_pyspark(names: list[str]) -> str:
+    """The import chains of the modules in `names` that need pyspark (empty when none does)."""
+    result = _run(f"SRC = {str(SRC)!r}\nNAMES = {names!r}\n" + IMPORT)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
 def test_the_block_works() -> None:
     result = _run("import pyspark")
     assert result.returncode != 0 and "pyspark is not installed here" in result.stderr
 
 
-def test_pure_modules_import_without_pyspark() -> None:
-    code = "import importlib, traceback\nfailed = []\n"
-    code += f"for name in {PURE!r}:\n"
-    code += ("    try:\n        importlib.import_module(name)\n"
-             "    except Exception:\n        failed.append(name + ': ' + traceback.format_exc(limit=-3))\n"
-             "print('\\n'.join(failed))\n")
-    result = _run(code)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == ""
+def test_a_module_that_needs_pyspark_is_reported_with_its_import_chain() -> None:
+    chain = _import_without_pyspark(["quotaplane.storage.spark.stage"])
+    assert chain.startswith("quotaplane.storage.spark.stage (line ") and " -> pyspark" in chain
+
+
+@pytest.mark.parametrize("module", PURE)
+def test_pure_module_imports_without_pyspark(module: str) -> None:
+    assert _import_without_pyspark([module]) == ""
+
+
+def test_every_engine_module_imports_without_pyspark() -> None:
+    assert _import_without_pyspark(ENGINE_MODULES) == ""
 
 
 def test_storage_evaluate_runs_without_pyspark(tmp_path: Path) -> None:
@@ -75,14 +106,17 @@ def test_storage_evaluate_runs_without_pyspark(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["throttle_factor"] == pytest.approx(1 / 3)
 
 
-def _module_imports(path: Path) -> list[str]:
-    """The modules `path` imports at module level (not inside functions or TYPE_CHECKING blocks)."""
+def _module_imports(path: Path, lazy: bool = False) -> list[str]:
+    """The modules `path` imports at module level (not inside TYPE_CHECKING blocks, nor inside
+    functions or classes unless `lazy`)."""
     tree = ast.parse(path.read_text())
     names: list[str] = []
     for node in tree.body:
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             continue
-        for sub in ast.walk(node) if not isinstance(node, ast.FunctionDef | ast.ClassDef) else ():
+        if not lazy and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        for sub in ast.walk(node):
             if isinstance(sub, ast.Import):
                 names += [a.name for a in sub.names]
             elif isinstance(sub, ast.ImportFrom) and sub.module:
@@ -96,6 +130,19 @@ def _source_modules() -> dict[str, Path]:
         parts = path.relative_to(SRC.parent).with_suffix("").parts
         out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return out
+
+
+def _above_engines(module: str) -> bool:
+    """Whether `module` is a layer above the reference engines: a Spark module, the runner or a
+    command, a policy's metrics, report or `Policy`, the registry or the simulator."""
+    parts = module.split(".")
+    if parts[0] != "quotaplane" or len(parts) < 2:
+        return False
+    if "spark" in parts or parts[1] in ("cli", "registry", "run_command", "sim"):
+        return True
+    if parts[1] == "core":
+        return len(parts) > 2 and parts[2] in ("runner", "commands")
+    return parts[1] in POLICIES and len(parts) > 2 and parts[2] in ("cli", "policy", "metrics", "report")
 
 
 def test_imports_point_one_way() -> None:
@@ -112,11 +159,9 @@ def test_imports_point_one_way() -> None:
                                       if i.startswith("quotaplane.") and len(i.split(".")) > 1):
             problems.append(f"{name}: quotaplane.core imports a policy package")
         if len(parts) > 2 and parts[1] in POLICIES and parts[2] == "engine":
-            above = ("cli", "policy", "metrics", "report", "spark")
-            bad = [i for i in imports if i.startswith(f"quotaplane.{parts[1]}.")
-                   and i.split(".")[2] in above]
+            bad = sorted({i for i in _module_imports(path, lazy=True) if _above_engines(i)})
             if bad:
-                problems.append(f"{name}: the engine imports a layer above it: {bad}")
+                problems.append(f"{name}: the engine imports a layer above it (even lazily): {bad}")
         if parts[-1] == "report" and any(i.startswith("quotaplane.") and ".spark" in i for i in imports):
             problems.append(f"{name}: a report imports the Spark side")
     assert problems == []

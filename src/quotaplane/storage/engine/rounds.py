@@ -138,33 +138,42 @@ def decision_row(rd: Round, d: Decision, config: StorageConfig) -> dict[str, Any
     }
 
 
+class RoundEvaluator:
+    """Rounds evaluated one at a time, in order per cluster, as the live service sees them: the
+    strimzi dialect's throttle (validity, observation cache) is kept per cluster, created at its
+    first round, with the round's time as its clock."""
+
+    def __init__(self, config: StorageConfig) -> None:
+        self.config = config
+        self._now: dict[str | None, int] = {}
+        self._throttles: dict[str | None, StrimziThrottle] = {}
+
+    def evaluate(self, rd: Round) -> list[tuple[Decision, dict[str, Any]]]:
+        """The decisions of one round (one per active broker for the local source), with their rows
+        of the `storage_decisions` table."""
+        config = self.config
+        if config.evaluation == "strimzi":
+            cluster = rd.cluster
+            self._now[cluster] = rd.ts
+            if cluster not in self._throttles:
+                self._throttles[cluster] = StrimziThrottle(config, clock=lambda c=cluster: self._now[c])
+            decisions = [self._throttles[cluster].observe(rd.volumes, rd.active, rd.error)]
+        elif config.evaluation == "cluster":
+            decisions = [evaluate_cluster(config, rd.volumes, rd.active, rd.error)]
+        else:
+            decisions = [evaluate_local(config, rd.volumes, broker, rd.active, rd.error)
+                         for broker in sorted(rd.active)]
+        return [(d, decision_row(rd, d, config)) for d in decisions]
+
+
 def evaluate_rounds(config: StorageConfig, rounds: Iterable[Round]) -> list[dict[str, Any]]:
-    """Evaluate every round in order (one strimzi throttle per cluster, created at its first round)."""
+    """Evaluate every round in order, cluster by cluster (`RoundEvaluator`)."""
     by_cluster: dict[str | None, list[Round]] = defaultdict(list)
     for rd in rounds:
         by_cluster[rd.cluster].append(rd)
+    evaluator = RoundEvaluator(config)
     out: list[dict[str, Any]] = []
     for cluster in sorted(by_cluster, key=lambda c: c or ""):
-        history = sorted(by_cluster[cluster], key=lambda rd: rd.order)
-        if config.evaluation == "strimzi":
-            out.extend(_strimzi_history(config, history))
-            continue
-        for rd in history:
-            if config.evaluation == "cluster":
-                d = evaluate_cluster(config, rd.volumes, rd.active, rd.error)
-                out.append(decision_row(rd, d, config))
-            else:
-                for broker in sorted(rd.active):
-                    d = evaluate_local(config, rd.volumes, broker, rd.active, rd.error)
-                    out.append(decision_row(rd, d, config))
+        for rd in sorted(by_cluster[cluster], key=lambda rd: rd.order):
+            out.extend(row for _, row in evaluator.evaluate(rd))
     return out
-
-
-def _strimzi_history(config: StorageConfig, history: list[Round]) -> list[dict[str, Any]]:
-    now = [history[0].ts if history else 0]
-    throttle = StrimziThrottle(config, clock=lambda: now[0])
-    rows = []
-    for rd in history:
-        now[0] = rd.ts
-        rows.append(decision_row(rd, throttle.observe(rd.volumes, rd.active, rd.error), config))
-    return rows

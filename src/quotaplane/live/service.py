@@ -1,0 +1,170 @@
+"""The live control loop: every round collect (or replay), decide, enforce, land, export.
+
+One round: the next collection round (`KafkaCollector` or the replayed telemetry); the storage
+reference engine decides (`RoundEvaluator`, the same code as the batch backtest's oracle); the
+client quotas are brought to the factor (`enforce.plan`: only changed entities are altered; a failed
+alteration is retried next round, since the cluster still differs); the state is saved atomically;
+the round is landed; one structured log line (JSON) is printed. A stop request (SIGTERM/SIGINT)
+ends the loop after the current round, with the state flushed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from quotaplane.live import enforce
+from quotaplane.live.admin import AdminError, ClusterAdmin, QuotaAlteration
+from quotaplane.live.collect import KafkaCollector
+from quotaplane.live.landing import Landing
+from quotaplane.live.metrics import LiveStatus
+from quotaplane.live.state import ServiceState, StateFile
+from quotaplane.storage.config import StorageConfig
+from quotaplane.storage.engine.rounds import Round, RoundEvaluator
+
+RoundSource = Callable[[int, int, "int | None"], "Round | None"]  # (poll id, now ms, throttling broker)
+
+
+@dataclass
+class Options:
+    interval_s: float
+    rounds: int | None = None  # stop after this many rounds (None: until stopped)
+    dry_run: bool = False
+
+
+def replay_source(rounds: list[Round]) -> tuple[RoundSource, Callable[[], float | None]]:
+    """A source over recorded rounds, and the event time gap to the next one (seconds)."""
+    iterator: Iterator[Round] = iter(rounds)
+    position = [0]
+
+    def next_round(poll_id: int, now_ms: int, throttling: int | None) -> Round | None:
+        position[0] += 1
+        return next(iterator, None)
+
+    def gap() -> float | None:
+        i = position[0]
+        return (rounds[i].ts - rounds[i - 1].ts) / 1000 if 0 < i < len(rounds) else None
+
+    return next_round, gap
+
+
+def kafka_source(collector: KafkaCollector) -> RoundSource:
+    return collector.collect
+
+
+class Service:
+    def __init__(self, config: StorageConfig, source: RoundSource, quotas: ClusterAdmin, status: LiveStatus,
+                 options: Options, state_file: StateFile | None = None, landing: Landing | None = None,
+                 log: TextIO | None = None, sleep: Callable[[float], Any] | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.config = config
+        self.source = source
+        self.quotas = quotas
+        self.status = status
+        self.options = options
+        self.state_file = state_file
+        self.state = state_file.load() if state_file is not None else ServiceState()
+        self.landing = landing
+        self.log = log
+        self.stop = threading.Event()
+        self.sleep = sleep if sleep is not None else self.stop.wait
+        self.clock = clock
+        self.evaluator = RoundEvaluator(config)
+        self.lock = threading.Lock()  # the HTTP threads read `status` while a round updates it
+
+    def run(self, gap: Callable[[], float | None] | None = None) -> int:
+        """Rounds until the source ends, `options.rounds` are done, or a stop is requested."""
+        done = 0
+        while not self.stop.is_set():
+            if self.options.rounds is not None and done >= self.options.rounds:
+                break
+            if not self.round():
+                break
+            done += 1
+            wait = gap() if gap is not None else self.options.interval_s
+            if wait and not self.stop.is_set():
+                self.sleep(wait)
+        return 0
+
+    def round(self) -> bool:
+        """One round; False when the source has no more rounds."""
+        started = time.perf_counter()
+        number = self.state.rounds + 1
+        now_ms = int(self.clock() * 1000)
+        last = self.status.decision
+        rd = self.source(number, now_ms, last.throttling_broker_id if last is not None else None)
+        if rd is None:
+            return False
+        decided = self.evaluator.evaluate(rd)
+        decision, row = decided[0]
+        alterations, failed = self._enforce(decision.throttle_factor)
+        self.state.rounds = number
+        self.state.last_decision = row
+        if self.state_file is not None:
+            self.state_file.save(self.state)
+        if self.landing is not None:
+            self.landing.land(number, rd, [r for _, r in decided])
+        with self.lock:
+            s = self.status
+            s.decision, s.decision_row, s.rounds = decision, row, s.rounds + 1
+            if decision.fallback_applied and decision.fallback_reason:
+                s.fallbacks[decision.fallback_reason] += 1
+            if rd.error is not None:
+                s.collection_errors[rd.error] += 1
+            s.last_round_unix = self.clock()
+            s.last_round_seconds = time.perf_counter() - started
+        self._log(number, rd, row, alterations, failed)
+        return True
+
+    def _enforce(self, factor: float) -> tuple[list[QuotaAlteration], list[str]]:
+        bases = self.state.bases
+        try:
+            current = self.quotas.client_quotas()
+        except AdminError as exc:
+            return [], [exc.reason]
+        bases.observe(current)
+        static = self.config.quotas.produce
+        excluded = sorted(self.config.excluded_principals)
+        with self.lock:
+            self.status.targets = enforce.targets(bases, factor, static, excluded)
+        changes = enforce.plan(bases, current, factor, static, excluded)
+        if not changes:
+            return [], []
+        if self.options.dry_run:
+            with self.lock:
+                self.status.alterations["dry_run"] += len(changes)
+            return changes, []
+        try:
+            results = self.quotas.alter_client_quotas(changes)
+        except AdminError as exc:
+            results = {a.entity: exc.reason for a in changes}
+        failed = []
+        for change in changes:
+            error = results.get(change.entity, "NO_ANSWER")
+            if error is None:
+                bases.wrote(change)
+            else:
+                failed.append(f"{enforce.entity_key(change.entity)}: {error}")
+        with self.lock:
+            self.status.alterations["applied"] += len(changes) - len(failed)
+            self.status.alterations["failed"] += len(failed)
+        return changes, failed
+
+    def _log(self, number: int, rd: Round, row: dict[str, Any], changes: list[QuotaAlteration],
+             failed: list[str]) -> None:
+        volume = None
+        if row["throttling_broker_id"] is not None:
+            volume = {"broker_id": row["throttling_broker_id"], "log_dir": row["throttling_log_dir"]}
+        line = {"round": number, "ts_ms": rd.ts, "cluster": rd.cluster,
+                "throttle_factor": row["throttle_factor"],
+                "throttling_volume": volume, "fallback_reason": row["fallback_reason"],
+                "collection_error": row["collection_error"], "dry_run": self.options.dry_run,
+                "alterations": [{"entity": enforce.entity_key(a.entity), "key": a.key, "value": a.value}
+                                for a in changes],
+                "failed": failed}
+        print(json.dumps(line), file=self.log if self.log is not None else sys.stderr, flush=True)
