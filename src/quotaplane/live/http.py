@@ -51,7 +51,8 @@ class Endpoints:
         self.thread.start()
 
     def close(self) -> None:
-        self.server.shutdown()
+        if self.thread.is_alive():  # shutdown() waits for a serve_forever that was never started
+            self.server.shutdown()
         self.server.server_close()
 
     def answer(self, path: str) -> tuple[int, str, bytes]:
