@@ -70,5 +70,7 @@ def fleets(draw: Any, brokers: int) -> tuple[TopicQuotaConfig, list[TopicRequest
 
 def request_frame(spark: Any, requests: Sequence[TopicRequest]) -> Any:
     """The requests as a Spark DataFrame of the `topic_requests` schema."""
+    from quotaplane.core.spark.schemas import spark_schema
+
     return spark.createDataFrame([(r.ts_ms, r.broker_id, r.topic, r.bytes) for r in requests],
-                                 TOPIC_REQUESTS.spark_schema())
+                                 spark_schema(TOPIC_REQUESTS))

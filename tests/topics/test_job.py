@@ -76,8 +76,8 @@ def test_stage_writes_tables_metrics_summary_and_report(spark, tmp_path: Path, t
     b1 = next(m for m in expected.meters if m.broker_id == 1 and m.topic is None)
     assert f'quotaplane_broker_bytes_in_total{{broker_id="1"}} {float(b1.bytes_in_count)}' in text
     assert f'quotaplane_broker_bytes_in_one_minute_rate{{broker_id="1"}} {b1.bytes_in_rate!r}' in text
-    assert ('quotaplane_topic_bytes_in_per_sec_threshold{broker_id="1",source="explicit",topic="a"} 400.0'
-            in text)
+    assert ('quotaplane_topic_bytes_in_threshold_bytes_per_second{broker_id="1",source="explicit",'
+            'topic="a"} 400.0') in text
     [section] = result.sections
     html = section.render()
     assert "Topics over their threshold" in html and "<img" in html

@@ -28,9 +28,9 @@ def test_every_meter_is_a_counter_and_a_one_minute_rate_gauge() -> None:
     assert 'quotaplane_topic_throttled_bytes_in_one_minute_rate{broker_id="1",topic="orders"} 4.0' in text
     assert 'quotaplane_topic_error_bytes_in_total{broker_id="1",topic="clicks"} 30.0' in text
     assert 'quotaplane_broker_error_bytes_in_one_minute_rate{broker_id="1"} 6.0' in text
-    assert ('quotaplane_topic_bytes_in_per_sec_threshold{broker_id="1",source="default",topic="clicks"} 600.0'
-            in text)
-    assert 'quotaplane_broker_total_bytes_in_per_sec_threshold{broker_id="1"} 1000.0' in text
+    assert ('quotaplane_topic_bytes_in_threshold_bytes_per_second{broker_id="1",source="default",'
+            'topic="clicks"} 600.0') in text
+    assert 'quotaplane_broker_total_bytes_in_threshold_bytes_per_second{broker_id="1"} 1000.0' in text
     assert ('quotaplane_topic_produce_requests_total{broker_id="1",decision="throttled",topic="orders"} 3.0'
             in text)
     assert 'quotaplane_topic_threshold_changes_total{status="rejected"} 1.0' in text

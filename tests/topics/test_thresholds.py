@@ -87,3 +87,19 @@ def test_the_default_share_example_of_the_docs() -> None:
     requests = [TopicRequest(ts, broker, topic, 100) for ts, broker, topic in (
         (0, 1, "b"), (5000, 1, "c"), (5000, 1, "b"), (10_000, 1, "b"), (20_000, 1, "b"), (20_000, 2, "c"))]
     assert [d.topic_threshold for d in evaluate(cfg, requests).decisions] == [700, 350, 350, 233, 66, 100]
+
+
+def test_the_schedule_views_agree_with_the_as_of_answers() -> None:
+    s = schedule(1000, **{key("a"): "100", key("a", 5): "200", key("a", "005"): "", key("b", 5): "300",
+                          key("a", 9): "400", key("b", 12): "", key("b", "012"): "250"})
+    assert s.explicit_intervals() == [("a", -(2**63), 5, 100), ("a", 9, None, 400), ("b", 5, 12, 300),
+                                      ("b", 12, None, 250)]
+    assert [d[2:] for d in s.deltas()] == [(100, 1), (100, 0), (-200, -1), (300, 1), (400, 1), (-300, -1),
+                                           (250, 1)]
+    for t in (-(2**63), 4, 5, 8, 9, 11, 12, 13):
+        in_force = {topic: v for topic, lo, hi, v in s.explicit_intervals()
+                    if lo <= t and (hi is None or t < hi)}
+        assert in_force == {topic: s.explicit_at(topic, t) for topic in ("a", "b")
+                            if s.explicit_at(topic, t) is not None}
+        steps = [d for d in s.deltas() if d[0] <= t]
+        assert (sum(d[2] for d in steps), sum(d[3] for d in steps)) == s.explicit_totals_at(t)

@@ -1,8 +1,9 @@
 """Declaring a telemetry record once: its fields, their types, and the rules a valid row keeps.
 
-A `RecordSchema` is the single source for the Spark `StructType` (readers, writers, tests),
-the JSON field list (the reference engine's JSON Lines readers, docs) and the validation rules
-that decide which rows are quarantined and why.
+A `RecordSchema` is the single source for the JSON field list (the reference engine's JSON Lines
+readers, docs), the validation rules that decide which rows are quarantined and why, and the Spark
+`StructType` (built from it by `quotaplane.core.spark.schemas`). This module is plain Python: the
+reference engines run without pyspark.
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ from typing import TYPE_CHECKING, Any
 from quotaplane.core.errors import InputError
 from quotaplane.core.fields import MISSING, FieldProblem, FieldType, convert, is_missing, iso_millis
 
-if TYPE_CHECKING:  # the Spark forms are built lazily: the reference engines run without pyspark
+if TYPE_CHECKING:  # only a type: a rule's Spark form is applied by the Spark reader
     from pyspark.sql import Column
-    from pyspark.sql import types as T
-
 
 
 @dataclass(frozen=True)
@@ -32,13 +31,6 @@ class Field:
     type: FieldType
     required: bool = True
     doc: str = ""
-
-    @property
-    def spark_type(self) -> T.DataType:
-        from pyspark.sql import types as T
-
-        return {"long": T.LongType(), "double": T.DoubleType(), "string": T.StringType(),
-                "time_ms": T.LongType(), "bool": T.BooleanType()}[self.type]
 
 
 @dataclass(frozen=True)
@@ -66,18 +58,6 @@ class RecordSchema:
     @property
     def field_names(self) -> list[str]:
         return [f.name for f in self.fields]
-
-    def spark_schema(self) -> T.StructType:
-        """The typed schema of a used (valid) row."""
-        from pyspark.sql import types as T
-
-        return T.StructType([T.StructField(f.name, f.spark_type, not f.required) for f in self.fields])
-
-    def raw_schema(self) -> T.StructType:
-        """All fields as strings: how rows are read before they are checked, so nothing is lost."""
-        from pyspark.sql import types as T
-
-        return T.StructType([T.StructField(f.name, T.StringType(), True) for f in self.fields])
 
     def get(self, name: str) -> Field:
         for f in self.fields:

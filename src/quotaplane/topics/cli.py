@@ -21,7 +21,6 @@ from quotaplane.topics.engine.requests import read_requests
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
-from quotaplane.topics.metrics import TopicMetrics
 
 
 class TopicsEvaluator(Evaluator):
@@ -54,6 +53,8 @@ class TopicsEvaluation(ReferenceEvaluation):
 
     def register_metrics(self, registry: CollectorRegistry) -> None:
         """The meters at the last request."""
+        from quotaplane.topics.metrics import TopicMetrics
+
         counts = Counter((d.broker_id, d.topic, d.decision) for d in self.evaluation.decisions)
         registry.register(TopicMetrics(self.evaluation.meters, dict(counts), {
             "accepted": len(self.config.accepted_changes), "rejected": len(self.config.rejected_changes)}))

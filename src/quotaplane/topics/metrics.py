@@ -9,8 +9,10 @@ rate, bytes/s), read at the end of the evaluated period:
 - `quotaplane_topic_throttled_bytes_in_total`, `quotaplane_topic_throttled_bytes_in_one_minute_rate`
 - `quotaplane_topic_error_bytes_in_total`, `quotaplane_topic_error_bytes_in_one_minute_rate`
   (labels broker_id, topic), and the same with `quotaplane_broker_` (label broker_id);
-- `quotaplane_topic_bytes_in_per_sec_threshold` (broker_id, topic, source: explicit|default) and
-  `quotaplane_broker_total_bytes_in_per_sec_threshold` (broker_id): the thresholds then in force;
+- `quotaplane_topic_bytes_in_threshold_bytes_per_second` (broker_id, topic, source: explicit|default)
+  and `quotaplane_broker_total_bytes_in_threshold_bytes_per_second` (broker_id): the thresholds then
+  in force, the spec's `bytes.in.per.sec.threshold` and `total.bytes.in.per.sec.threshold` (named in
+  base units; formerly `..._bytes_in_per_sec_threshold`);
 - `quotaplane_topic_produce_requests_total` (broker_id, topic, decision);
 - `quotaplane_topic_threshold_changes_total` (status: accepted|rejected): the configured settings.
 """
@@ -31,8 +33,8 @@ METERS = {
     "throttled_bytes_in": "bytes of requests dropped by the bytes-in quota (throttled bytesIn meter)",
     "error_bytes_in": "bytes of requests above message.max.bytes (error bytesIn meter)",
 }
-TOPIC_THRESHOLD = f"{PREFIX}_topic_bytes_in_per_sec_threshold"
-BROKER_THRESHOLD = f"{PREFIX}_broker_total_bytes_in_per_sec_threshold"
+TOPIC_THRESHOLD = f"{PREFIX}_topic_bytes_in_threshold_bytes_per_second"
+BROKER_THRESHOLD = f"{PREFIX}_broker_total_bytes_in_threshold_bytes_per_second"
 REQUESTS = f"{PREFIX}_topic_produce_requests"  # rendered with `_total`
 CHANGES = f"{PREFIX}_topic_threshold_changes"  # rendered with `_total`
 

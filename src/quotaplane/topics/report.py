@@ -17,7 +17,8 @@ TOP_TOPICS = 8
 
 @dataclass
 class TopicReportData:
-    """Small aggregates for the report (see pipeline/topics/report_data.py).
+    """Small aggregates for the report, plain data (computed with Spark by
+    `quotaplane.topics.spark.report_data.collect_report_data`).
 
     - `over`: one row per (broker_id, topic) with throttled requests: first_throttled_ms,
       last_throttled_ms, throttled_requests, throttled_bytes, accepted_bytes, max_topic_rate,
@@ -83,6 +84,8 @@ def dropped_figure(series: pd.DataFrame, interval_ms: int) -> Figure:
 
 
 def build_sections(data: TopicReportData) -> list[Section]:
+    """The section of `quotaplane run`'s report: KPIs, topics over their threshold (with the rate and
+    dropped-bytes figures) and requests above `message.max.bytes`."""
     s = Section("Topic bytes-in quotas")
     s.text("Each broker drops a produce request when its one-minute bytes-in rate is above "
            "total.bytes.in.per.sec.threshold and the topic's one-minute rate is above the topic's "

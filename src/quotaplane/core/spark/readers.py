@@ -27,6 +27,7 @@ from quotaplane.core.errors import InputError
 from quotaplane.core.fields import UNPARSABLE
 from quotaplane.core.records import Field, RecordSchema
 from quotaplane.core.spark import fields as SF
+from quotaplane.core.spark.schemas import raw_schema, spark_type
 
 CORRUPT = "_corrupt_record"
 PARSED, LINE_REASON = "_parsed", "_line_reason"
@@ -155,7 +156,7 @@ def read_raw(spark: SparkSession, schema: RecordSchema, path: str, fmt: str | No
                       SF.line_reason(F.col("value"), line, parsed).alias(LINE_REASON),
                       parsed.alias(PARSED)))
     elif fmt == "csv":
-        raw = schema.raw_schema()
+        raw = raw_schema(schema)
         with_corrupt = T.StructType([*raw.fields, T.StructField(CORRUPT, T.StringType(), True)])
         df = (spark.read.schema(with_corrupt)
               .option("header", "true")
@@ -215,7 +216,7 @@ def validate(schema: RecordSchema, raw: DataFrame) -> DataFrame:
         elif _is_native(f, dtypes.get(f.name)):
             column = F.col(f.name)
             value = F.unix_millis(column) if isinstance(dtypes[f.name], T.TimestampType) else column.cast(
-                f.spark_type)
+                spark_type(f))
             problem = SF.native_problem(f, column)
         else:
             value, problem = SF.typed_field(f, *SF.text_field(F.col(f.name)))

@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame
 
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.readers import CheckedInput, ReadCounts, check_once, read_telemetry
+from quotaplane.core.spark.schemas import spark_schema
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.metrics import StorageMetrics
 from quotaplane.storage.outputs import StorageDecisions
@@ -35,7 +36,7 @@ def _read(ctx: StageContext) -> tuple[dict[str, DataFrame], list[ReadCounts], li
         name, schema = item.name, item.schema
         path = ctx.find_input(name)
         if path is None:
-            used[name] = ctx.spark.createDataFrame([], schema.spark_schema())
+            used[name] = ctx.spark.createDataFrame([], spark_schema(schema))
             continue
         result = check_once(read_telemetry(ctx.spark, schema, path), ctx.out_dir / "quarantine" / schema.name)
         checked.append(result)

@@ -65,11 +65,11 @@ class ThresholdSchedule:
         out: list[tuple[str, int, int | None, int]] = []
         for topic, times in self._topic_times.items():
             values = self._topic_values[topic]
-            for i, (ts, value) in enumerate(zip(times, values, strict=True)):
-                if value is None or (i + 1 < len(times) and times[i + 1] == ts):
-                    continue
-                later = [t for t in times[i + 1:] if t != ts]
-                out.append((topic, ts, later[0] if later else None, value))
+            last = [i for i in range(len(times)) if i + 1 == len(times) or times[i + 1] != times[i]]
+            for j, i in enumerate(last):
+                if values[i] is not None:
+                    to_ms = times[last[j + 1]] if j + 1 < len(last) else None
+                    out.append((topic, times[i], to_ms, values[i]))
         return out
 
     def deltas(self) -> list[tuple[int, int, int, int]]:
