@@ -69,3 +69,33 @@ def test_sigterm_finishes_the_round_flushes_the_state_and_exits_0(tmp_path: Path
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0
     assert json.loads(state.read_text())["rounds"] == 1
+
+
+def test_kill_9_between_rounds_loses_and_doubles_nothing(tmp_path: Path) -> None:
+    from tests.live.test_prometheus import S, telemetry
+
+    telemetry(tmp_path / "telemetry")
+    config = tmp_path / "storage.properties"
+    config.write_text(f"{S}storage.volume.source=cluster\n{S}storage.perVolumeLimit.availableBytesBelow.soft=400\n"
+                      f"{S}storage.perVolumeLimit.availableBytesBelow.hard=100\n")
+
+    def command(landing: Path, state: Path, *extra: str) -> list[str]:
+        return [sys.executable, "-m", "quotaplane.cli", "serve", "--replay", str(tmp_path / "telemetry"),
+                "--config", str(config), "--metrics-port", "0", "--landing", str(landing), "--state",
+                str(state), *extra]
+
+    proc = subprocess.Popen(command(tmp_path / "landing", tmp_path / "state.json", "--speed", "10"),
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    seen = 0
+    while seen < 5:
+        if proc.stderr.readline().startswith("{"):
+            seen += 1
+    proc.kill()
+    proc.wait(timeout=30)
+    subprocess.run(command(tmp_path / "landing", tmp_path / "state.json"), check=True, capture_output=True)
+    subprocess.run(command(tmp_path / "whole", tmp_path / "whole.json"), check=True, capture_output=True)
+    assert sorted(p.name for p in (tmp_path / "landing" / "storage_decisions").iterdir()) == sorted(
+        p.name for p in (tmp_path / "whole" / "storage_decisions").iterdir())
+    assert landed_decisions(tmp_path / "landing") == landed_decisions(tmp_path / "whole")
+    assert json.loads((tmp_path / "state.json").read_text())["rounds"] == 40

@@ -123,9 +123,10 @@ def run_serve(args: argparse.Namespace) -> int:
                      threading.Lock())
     admin: ClusterAdmin | None = None
     try:
+        done = state.load().rounds if state is not None else 0
         if rounds is not None:
             quotas: ClusterAdmin = InMemoryQuotas(base_quotas)  # type: ignore[assignment]
-            source, gap_of = replay_source(rounds)
+            source, gap_of = replay_source(rounds[done:])  # a restarted replay resumes after its last round
             gap = (lambda: None) if speed is None else (lambda: (gap_of() or 0.0) / speed)
         else:
             from quotaplane.live.kafka_admin import KafkaClusterAdmin

@@ -103,12 +103,12 @@ class Service:
         decided = self.evaluator.evaluate(rd)
         decision, row = decided[0]
         alterations, failed = self._enforce(decision.throttle_factor)
+        if self.landing is not None:  # landed first: a round redone after a crash overwrites its files
+            self.landing.land(number, rd, [r for _, r in decided])
         self.state.rounds = number
         self.state.last_decision = row
         if self.state_file is not None:
             self.state_file.save(self.state)
-        if self.landing is not None:
-            self.landing.land(number, rd, [r for _, r in decided])
         with self.lock:
             s = self.status
             s.decision, s.decision_row, s.rounds = decision, row, s.rounds + 1
