@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from prometheus_client import CollectorRegistry
 
 from quotaplane.clients import metrics as client_metrics
@@ -50,12 +52,34 @@ def test_kafka_names_and_labels() -> None:
     assert 'kafka_server_controllermutation_tokens{broker_id="2",client_id="adm",user="ops"} 40.0' in text
     assert ('quotaplane_client_quota_utilisation_percent{broker_id="1",client_id="",quota_type="produce",'
             'user="etl"} 150.0') in text
-    assert ('quotaplane_client_throttle_time_ms_total{broker_id="1",client_id="",quota_type="produce",'
-            'user="etl"} 40.0') in text
+    assert ('quotaplane_client_throttle_time_seconds_total{broker_id="1",client_id="",quota_type="produce",'
+            'user="etl"} 0.04') in text
     # unlimited: no quota-value sample, and no controller mutation quota-value family (not in KIP-786)
     assert 'kafka_server_request_quota_value{' not in text
     assert "kafka_server_controllermutation_quota_value" not in text
 
+
+
+def test_quota_utilisation_ratio_of_kip_1373() -> None:
+    text = rendered(False)
+    assert "# TYPE quotaplane_client_quota_utilisation_ratio gauge" in text
+    # rate 1500 over the effective quota 1000 at the last request: a ratio, not capped at 1
+    assert ('quotaplane_client_quota_utilisation_ratio{broker_id="1",client_id="",quota_type="produce",'
+            'user="etl"} 1.5') in text
+    # an unlimited quota: NaN (the series exists)
+    assert ('quotaplane_client_quota_utilisation_ratio{broker_id="1",client_id="web",quota_type="request",'
+            'user=""} NaN') in text
+    # the controller mutation quota has no quota-utilization (KIP-1373 leaves the token bucket out)
+    assert 'quotaplane_client_quota_utilisation_ratio{broker_id="2"' not in text
+
+
+def test_utilisation_ratio_is_nan_without_a_positive_quota_or_a_rate() -> None:
+    ratio = client_metrics.utilisation_ratio
+    assert ratio({"rate": 250.0, "quota_limit": 1000.0}) == 0.25
+    assert ratio({"rate": 0.0, "quota_limit": 1.0}) == 0.0
+    for row in ({"rate": 1.0, "quota_limit": None}, {"rate": 1.0, "quota_limit": 0.0},
+                {"rate": 1.0, "quota_limit": -5.0}, {"rate": None, "quota_limit": 10.0}):
+        assert math.isnan(ratio(row))
 
 def test_no_quota_value_metric_unless_enabled() -> None:
     text = rendered(False)

@@ -10,11 +10,19 @@ Prometheus names follow the common JMX-exporter form, `kafka_server_<type>_<attr
 case, with labels `broker_id` (quotas are per broker), `user` and `client_id` (the metric tags; ""
 when a tag is not used). Values are those of each sharing group's last interval: the rate and
 quota at its last request, throttle time the average over throttled requests (0 when none). The
-quotaplane_* families count over the whole input. See docs/metrics.md for the table.
+quotaplane_* counters count over the whole input, in base units (throttle time in seconds).
+
+KIP-1373 (Client Quota Utilization Metrics, the live successor of KIP-786's quota value) adds
+`quota-utilization` to the Produce, Fetch and Request MBeans: the measured rate over the effective
+quota (the bound the broker enforces), not capped, NaN when the quota is unlimited or not positive;
+ControllerMutation has none (its token bucket is not a rate bound). quotaplane exports it as the
+ratio `quotaplane_client_quota_utilisation_ratio` (the KIP's attribute is that ratio x 100). See
+docs/metrics.md for the table and the former names.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -71,8 +79,11 @@ KAFKA_METRICS: dict[str, list[KafkaMetric]] = {
 
 REQUESTS_TOTAL = "quotaplane_client_requests"
 THROTTLED_TOTAL = "quotaplane_client_throttled_requests"
-THROTTLE_MS_TOTAL = "quotaplane_client_throttle_time_ms"
+THROTTLE_SECONDS_TOTAL = "quotaplane_client_throttle_time_seconds"  # formerly ..._throttle_time_ms_total
 UTILISATION = "quotaplane_client_quota_utilisation_percent"
+UTILISATION_RATIO = "quotaplane_client_quota_utilisation_ratio"
+#: the quota types with KIP-1373's `quota-utilization` (not ControllerMutation)
+UTILISATION_TYPES = (PRODUCE, FETCH, REQUEST)
 
 
 class ClientMetrics(Collector):
@@ -110,13 +121,32 @@ class ClientMetrics(Collector):
                 utilisation.add_metric([*_labels(row), str(row["quota_type"])],
                                        float(row["utilisation_pct"]))  # type: ignore[arg-type]
         yield utilisation
-        for name, field, doc in ((REQUESTS_TOTAL, "requests", "Recorded requests"),
-                                 (THROTTLED_TOTAL, "throttled_requests", "Requests with a throttle time"),
-                                 (THROTTLE_MS_TOTAL, "throttle_time_total_ms", "Throttle time in ms")):
+        ratio = GaugeMetricFamily(
+            UTILISATION_RATIO, "Measured rate / effective quota at the last request, not capped at 1; NaN "
+            "when unlimited (KIP-1373 quota-utilization / 100)", labels=[*LABELS, "quota_type"])
+        for row in self.latest:
+            if row["quota_type"] in UTILISATION_TYPES:
+                ratio.add_metric([*_labels(row), str(row["quota_type"])], utilisation_ratio(row))
+        yield ratio
+        for name, field, doc, scale in (
+                (REQUESTS_TOTAL, "requests", "Recorded requests", 1.0),
+                (THROTTLED_TOTAL, "throttled_requests", "Requests with a throttle time", 1.0),
+                (THROTTLE_SECONDS_TOTAL, "throttle_time_total_ms", "Throttle time in seconds", 1000.0)):
             counter = CounterMetricFamily(name, doc, labels=[*LABELS, "quota_type"])
             for row in self.totals:
-                counter.add_metric([*_labels(row), str(row["quota_type"])], float(row[field]))  # type: ignore[arg-type]
+                counter.add_metric([*_labels(row), str(row["quota_type"])],
+                                   float(row[field]) / scale)  # type: ignore[arg-type]
             yield counter
+
+
+def utilisation_ratio(row: Mapping[str, object]) -> float:
+    """KIP-1373 `quota-utilization` as a ratio: measured rate / effective quota (`rate` and `quota_limit`
+    at the last request), not capped at 1; NaN when the quota is unlimited (null) or not positive, or
+    no rate was measured."""
+    rate, quota = row.get("rate"), row.get("quota_limit")
+    if rate is None or quota is None or not float(quota) > 0.0:  # type: ignore[arg-type]
+        return math.nan
+    return float(rate) / float(quota)  # type: ignore[arg-type]
 
 
 def _labels(row: Mapping[str, object]) -> list[str]:
