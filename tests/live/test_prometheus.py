@@ -81,3 +81,28 @@ def test_prometheus_scrapes_the_service_and_returns_its_factor(tmp_path: Path) -
         for proc in (service, prometheus):
             proc.terminate()
             proc.wait(timeout=30)
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed (Debian package "
+                    "prometheus; `make test` installs it where it runs as root with apt-get)")
+def test_the_service_metrics_pass_promtool(tmp_path: Path) -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from quotaplane.live.metrics import LiveMetrics
+    from quotaplane.storage.config import parse_storage_config
+    from tests.live.test_service import CONFIG, ScriptedCluster, service
+
+    kafka = ScriptedCluster()
+    kafka.available[2] = 250
+    svc = service(parse_storage_config(CONFIG), kafka, tmp_path)
+    kafka.fail_alter = {("alice", None)}
+    svc.round()
+    kafka.fail_cluster = True
+    svc.round()
+    registry = CollectorRegistry()
+    registry.register(LiveMetrics(svc.status))
+    text = generate_latest(registry)
+    assert b"quotaplane_storage_collection_errors_total" in text
+    check = subprocess.run([shutil.which("promtool") or "promtool", "check", "metrics"], input=text,
+                           capture_output=True, timeout=60)
+    assert (check.stdout + check.stderr).decode().strip() == ""
