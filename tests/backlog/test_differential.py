@@ -21,8 +21,9 @@ from quotaplane.backlog.engine.model import Snapshot
 from quotaplane.backlog.engine.stats import namespace_metrics, partitioned_stats, topic_metrics, topic_stats
 from quotaplane.backlog.records import BACKLOG_SNAPSHOTS
 from quotaplane.backlog.spark.evaluate import checks_of, decided_rows, derive, evictions_of
+from quotaplane.core.spark.schemas import spark_schema
 from tests.backlog.strategies import fleet, with_precise
-from tests.support.differential import assert_tables_equal, collect_tables
+from tests.support.differential import Engines, assert_engines_agree
 
 FIELDS = BACKLOG_SNAPSHOTS.field_names
 CHECK_FIELDS = ("ts_ms", "topic", "namespace", "partitioned_topic", "backlog_size_bytes", "backlog_entries",
@@ -73,20 +74,34 @@ def spark_frames(tag: str, policies: BacklogPolicies, snapshots: DataFrame) -> d
     return {k: df.select(F.lit(tag).alias("_tag"), *df.columns) for k, df in frames.items()}
 
 
+def reference_tables(policies: BacklogPolicies, rows: list[Snapshot]) -> dict[str, list[dict[str, Any]]]:
+    """Every output of both time-check modes, tagged by mode."""
+    expected: dict[str, list[dict[str, Any]]] = {}
+    for precise in (True, False):
+        tag = "precise" if precise else "estimate"
+        for kind, out in reference_outputs(tag, with_precise(policies, precise), rows).items():
+            expected.setdefault(kind, []).extend(out)
+    return expected
+
+
+def spark_tables(spark: Any, policies: BacklogPolicies, rows: list[Snapshot]) -> dict[str, DataFrame]:
+    """Every output of both time-check modes, tagged by mode: one union per output."""
+    df = spark.createDataFrame([tuple(getattr(r, f) for f in FIELDS) for r in rows],
+                               spark_schema(BACKLOG_SNAPSHOTS))
+    frames: dict[str, DataFrame] = {}
+    for precise in (True, False):
+        tag = "precise" if precise else "estimate"
+        for kind, frame in spark_frames(tag, with_precise(policies, precise), df).items():
+            frames[kind] = frame if kind not in frames else frames[kind].unionByName(frame)
+    return frames
+
+
+ENGINES: Engines[BacklogPolicies, list[Snapshot]] = Engines(reference_tables, spark_tables)
+
+
 @pytest.mark.spark
 @settings(parent=settings.get_profile("differential"))
 @given(fleet(scenarios=20))
 def test_reference_and_spark_agree_on_every_output(spark, generated) -> None:
     policies, rows = generated
-    df = spark.createDataFrame([tuple(getattr(r, f) for f in FIELDS) for r in rows],
-                               BACKLOG_SNAPSHOTS.spark_schema())
-    expected: dict[str, list[dict[str, Any]]] = {}
-    frames: dict[str, DataFrame] = {}
-    for precise in (True, False):
-        tag = "precise" if precise else "estimate"
-        variant = with_precise(policies, precise)
-        for kind, out in reference_outputs(tag, variant, rows).items():
-            expected.setdefault(kind, []).extend(out)
-        for kind, frame in spark_frames(tag, variant, df).items():
-            frames[kind] = frame if kind not in frames else frames[kind].unionByName(frame)
-    assert_tables_equal(expected, collect_tables(frames))
+    assert_engines_agree(ENGINES, spark, policies, rows)

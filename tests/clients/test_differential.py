@@ -9,6 +9,8 @@ the same order.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Generator
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -17,6 +19,7 @@ from pyspark.sql import functions as F
 
 from quotaplane.clients.engine.evaluate import ClientQuotaEngine
 from quotaplane.clients.engine.intervals import aggregate_intervals, aggregate_standing
+from quotaplane.clients.engine.settings import ClientQuotaSettings
 from quotaplane.clients.engine.storage_factor import FactorTimeline, StorageDecision
 from quotaplane.clients.spark.evaluate import FactorTable, evaluate_requests
 from quotaplane.clients.spark.intervals import interval_rows, standing_rows
@@ -29,7 +32,7 @@ from tests.clients.scenarios import (
     request_lists,
     settings_strategy,
 )
-from tests.support.differential import assert_tables_equal, collect_tables
+from tests.support.differential import Engines, assert_engines_agree
 
 REQUEST_FIELDS = ("user", "client_id", "quota_type", "ts_ms", "value", "value_units", "tag_user",
                   "tag_client_id", "recorded", "quota_limit", "quota_level", "quota_source",
@@ -37,6 +40,8 @@ REQUEST_FIELDS = ("user", "client_id", "quota_type", "ts_ms", "value", "value_un
                   "throttled", "throttle_time_ms")
 INPUT_SCHEMA = ("config_id long, ts_ms long, broker_id long, user string, client_id string, "
                 "quota_type string, value double, _file long, _row long")
+# The settings and the storage decisions every scenario shares.
+Run = tuple[ClientQuotaSettings, list[StorageDecision]]
 
 
 @st.composite
@@ -59,27 +64,13 @@ def spread(decisions: list[StorageDecision], count: int) -> list[StorageDecision
     return out
 
 
-@pytest.mark.spark
-@given(scenario_sets(), settings_strategy(), decision_lists())
-@settings(parent=settings.get_profile("differential"))
-def test_reference_and_spark_agree(spark, scenarios, settings_, decisions) -> None:
-    decisions = spread(decisions, len(scenarios))
-    rows = [(index, r.ts_ms, r.broker_id, r.user, r.client_id, r.quota_type, r.value, 0, position)
-            for index, scenario in enumerate(scenarios) for position, r in enumerate(scenario.requests)]
-    requests = spark.createDataFrame(rows, INPUT_SCHEMA)
-    quotas = quota_table(spark, {index: s.config for index, s in enumerate(scenarios)})
-    keys = resolve_quotas(requests, quotas, settings_.storage_combined).cache()
-    factors = FactorTable.from_pandas(decisions_frame(decisions))
-    decided = evaluate_requests(requests, keys, settings_, factors).cache()
-    intervals = interval_rows(decided, settings_.interval_ms, settings_.quota_value_metric).cache()
-    fields = (*REQUEST_FIELDS, "quota_value") if settings_.quota_value_metric else REQUEST_FIELDS
-    got = collect_tables({"requests": decided.select("config_id", "_row", *fields),
-                          "intervals": intervals, "standing": standing_rows(intervals)})
-    decided.unpersist()
-    intervals.unpersist()
-    keys.unpersist()
-    assert ("quota_value" in decided.columns) == settings_.quota_value_metric
+def request_fields(settings_: ClientQuotaSettings) -> tuple[str, ...]:
+    return (*REQUEST_FIELDS, "quota_value") if settings_.quota_value_metric else REQUEST_FIELDS
 
+
+def reference_tables(run: Run, scenarios: list[Scenario]) -> dict[str, list[dict]]:
+    settings_, decisions = run
+    fields = request_fields(settings_)
     timeline = FactorTimeline(decisions)
     expected: dict[str, list[dict]] = {"requests": [], "intervals": [], "standing": []}
     for index, scenario in enumerate(scenarios):
@@ -91,14 +82,44 @@ def test_reference_and_spark_agree(spark, scenarios, settings_, decisions) -> No
         expected["intervals"] += [{"config_id": index, **row.as_dict(settings_.quota_value_metric)}
                                   for row in rows_]
         expected["standing"] += [{"config_id": index, **row.as_dict()} for row in aggregate_standing(rows_)]
-    assert len(expected["requests"]) == len(rows)
-    assert_tables_equal(expected, got)
+    assert len(expected["requests"]) == sum(len(s.requests) for s in scenarios)
+    return expected
+
+
+def spark_tables(spark: Any, run: Run, scenarios: list[Scenario]) -> Generator[dict[str, Any]]:
+    """The scenarios tagged by `config_id`, evaluated in one Spark job."""
+    settings_, decisions = run
+    rows = [(index, r.ts_ms, r.broker_id, r.user, r.client_id, r.quota_type, r.value, 0, position)
+            for index, scenario in enumerate(scenarios) for position, r in enumerate(scenario.requests)]
+    requests = spark.createDataFrame(rows, INPUT_SCHEMA)
+    quotas = quota_table(spark, {index: s.config for index, s in enumerate(scenarios)})
+    keys = resolve_quotas(requests, quotas, settings_.storage_combined).cache()
+    factors = FactorTable.from_pandas(decisions_frame(decisions))
+    decided = evaluate_requests(requests, keys, settings_, factors).cache()
+    intervals = interval_rows(decided, settings_.interval_ms, settings_.quota_value_metric).cache()
+    assert ("quota_value" in decided.columns) == settings_.quota_value_metric
+    try:
+        yield {"requests": decided.select("config_id", "_row", *request_fields(settings_)),
+               "intervals": intervals, "standing": standing_rows(intervals)}
+    finally:
+        decided.unpersist()
+        intervals.unpersist()
+        keys.unpersist()
+
+
+ENGINES: Engines[Run, list[Scenario]] = Engines(reference_tables, spark_tables)
+
+
+@pytest.mark.spark
+@given(scenario_sets(), settings_strategy(), decision_lists())
+@settings(parent=settings.get_profile("differential"))
+def test_reference_and_spark_agree(spark, scenarios, settings_, decisions) -> None:
+    assert_engines_agree(ENGINES, spark, (settings_, spread(decisions, len(scenarios))), scenarios)
 
 
 @pytest.mark.spark
 def test_quota_value_column_is_absent_when_disabled(spark) -> None:
     from quotaplane.clients.engine.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
-    from quotaplane.clients.engine.settings import ClientQuotaSettings
 
     requests = spark.createDataFrame([(0, 0, 1, "u", "c", "produce", 1.0, 0, 0)], INPUT_SCHEMA)
     config = ClientQuotaConfig({QuotaEntity(DEFAULT, None): {"producer_byte_rate": 5.0}})

@@ -2,9 +2,14 @@
 
 `assert_rows_equal(expected, actual)` compares two tables as multisets of rows (order-insensitive),
 exactly: numbers with `==` (floats bit for bit but for the sign of zero, as Spark compares them),
-NaN equal to NaN, None equal to null, booleans only to booleans. A mismatch names the table, the
+NaN equal to NaN, None equal to null, booleans only to booleans, whole numbers only to whole numbers
+(a long is never equal to a double). A mismatch names the table, the
 columns that differ and both rows. `collect_tables` collects several Spark outputs in ONE job, and
 `assert_tables_equal` compares every named output of the reference run with the Spark run's.
+
+The harness: a policy's `Engines` adapt its two engines to the same config and records (the reference
+run gives each output table as rows, the Spark run as DataFrames), and `assert_engines_agree` runs
+both and compares every named table. `records_frame` builds a small input DataFrame from dict rows.
 """
 
 from __future__ import annotations
@@ -12,16 +17,24 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from quotaplane.core.records import RecordSchema
 
 Row = Mapping[str, Any]
+C = TypeVar("C")
+R = TypeVar("R")
+Tables = Mapping[str, Any]
 
 
 def rows_of(table: Any, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Rows as dicts from a DataFrame, Spark Rows, dicts, dataclass-like objects with `as_dict`, or
     tuples (then `columns` names them); only `columns` are kept when given."""
-    if hasattr(table, "collect") and hasattr(table, "schema"):
+    if _is_frame(table):
         table = table.collect()
     out = []
     for row in table:
@@ -45,8 +58,10 @@ def _key(value: Any) -> tuple[Any, ...]:
         return (0,)
     if isinstance(value, bool):
         return (1, value)
-    if isinstance(value, int | float):
-        return (2, 0, 0.0) if value != value else (2, 1, float(value) if isinstance(value, float) else value)
+    if isinstance(value, float):
+        return (2, 1, 0, 0.0) if math.isnan(value) else (2, 1, 1, value)
+    if isinstance(value, int):
+        return (2, 0, 1, value)
     if isinstance(value, Mapping):
         return (4, tuple(sorted((k, _key(v)) for k, v in value.items())))
     if isinstance(value, list | tuple):
@@ -60,6 +75,9 @@ def same(a: Any, b: Any) -> bool:
         return a is None and b is None
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
+    numbers = isinstance(a, int | float) and isinstance(b, int | float)
+    if numbers and isinstance(a, float) != isinstance(b, float):
+        return False  # a whole number (a long column) is not a double
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
@@ -97,12 +115,22 @@ def assert_rows_equal(expected: Any, actual: Any, columns: Sequence[str] | None 
     raise AssertionError(message)
 
 
-def collect_tables(frames: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Collect several DataFrames in ONE Spark job (as JSON rows, union by name), typed back:
-    doubles that JSON cannot hold (NaN, infinities) are restored."""
+def _is_frame(table: Any) -> bool:
+    return hasattr(table, "collect") and hasattr(table, "schema")
+
+
+def collect_tables(tables: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Collect the DataFrames among `tables` in ONE Spark job (as JSON rows, union by name), typed
+    back: doubles that JSON cannot hold (NaN, infinities) are restored. Tables already given as rows
+    are taken as they are."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
+    out: dict[str, list[dict[str, Any]]] = {name: rows_of(table) for name, table in tables.items()
+                                            if not _is_frame(table)}
+    frames = {name: df for name, df in tables.items() if _is_frame(df)}
+    if not frames:
+        return out
     parts = [df.select(F.lit(name).alias("_table"), F.to_json(F.struct(*df.columns)).alias("_row"))
              for name, df in frames.items()]
     union = parts[0]
@@ -110,7 +138,7 @@ def collect_tables(frames: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]
         union = union.unionByName(part)
     doubles = {name: {f.name for f in df.schema.fields if isinstance(f.dataType, T.DoubleType | T.FloatType)}
                for name, df in frames.items()}
-    out: dict[str, list[dict[str, Any]]] = {name: [] for name in frames}
+    out.update({name: [] for name in frames})
     for row in union.collect():
         record = json.loads(row["_row"])
         full = {c: record.get(c) for c in frames[row["_table"]].columns}  # to_json drops nulls
@@ -127,3 +155,46 @@ def assert_tables_equal(expected: Mapping[str, Iterable[Any]], actual: Mapping[s
     assert set(expected) <= set(actual), f"missing tables: {set(expected) - set(actual)}"
     for name, rows in expected.items():
         assert_rows_equal(rows, actual[name], (columns or {}).get(name), label=name)
+
+
+@dataclass(frozen=True)
+class Engines(Generic[C, R]):
+    """One policy's two engines, each run on the same config `C` and records `R`.
+
+    `reference(config, records)` gives every output table as rows (dicts or objects with `as_dict`);
+    `spark(session, config, records)` gives the same tables as DataFrames (or rows), either returned
+    or yielded once (code after the `yield` runs once they are collected: unpersist there).
+    `columns` names the compared columns of a table (default: all of them, on both sides alike).
+    """
+
+    reference: Callable[[C, R], Mapping[str, Iterable[Any]]]
+    spark: Callable[[Any, C, R], Tables | Generator[Tables, None, None]]
+    columns: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+
+def assert_engines_agree(engines: Engines[C, R], session: Any, config: C, records: R) -> None:
+    """Run `config` and `records` through both engines; every named table must be the same."""
+    expected = engines.reference(config, records)
+    produced = engines.spark(session, config, records)
+    if isinstance(produced, Generator):
+        with contextmanager(lambda: produced)() as tables:
+            actual = collect_tables(tables)
+    else:
+        actual = collect_tables(produced)
+    assert set(expected) == set(actual), f"tables: reference {sorted(expected)}, spark {sorted(actual)}"
+    assert_tables_equal(expected, actual, engines.columns)
+
+
+_DTYPES = {"long": "Int64", "time_ms": "Int64", "double": "Float64", "string": "object", "bool": "boolean"}
+
+
+def records_frame(session: Any, rows: Sequence[Mapping[str, Any]], schema: RecordSchema) -> Any:
+    """`rows` (dicts; a missing field is null) as a DataFrame of `schema`, built through pandas and
+    Arrow so that Spark plans it as a local table (no Python worker per scan)."""
+    import pandas as pd
+
+    from quotaplane.core.spark.schemas import spark_schema
+
+    pdf = pd.DataFrame({f.name: pd.Series([r.get(f.name) for r in rows], dtype=_DTYPES[f.type])
+                        for f in schema.fields})
+    return session.createDataFrame(pdf, spark_schema(schema))

@@ -1,7 +1,8 @@
 """The Spark transform equals the reference engine, round by round, on generated telemetry.
 
 Each hypothesis example evaluates ~30 independent scenarios (clusters) in one Spark job and
-compares every decision row exactly (floats included: both engines use the same operations).
+compares every decision row exactly, in any order, with the differential harness (floats included:
+both engines use the same operations).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from quotaplane.storage.engine import evaluate_rounds, group_rounds
 from quotaplane.storage.records import COLLECTION_ERRORS, MEMBERSHIP, VOLUMES
 from quotaplane.storage.spark.decisions import storage_decisions
 from tests.storage.engine.helpers import cluster_config, local_config, strimzi_config
-from tests.storage.spark.frames import frame
 from tests.storage.spark.scenarios import (
     Telemetry,
     cluster_configs,
@@ -25,7 +25,7 @@ from tests.storage.spark.scenarios import (
     strimzi_configs,
     telemetry,
 )
-from tests.support.differential import assert_rows_equal
+from tests.support.differential import Engines, assert_engines_agree, records_frame
 
 pytestmark = pytest.mark.spark
 SCENARIOS = 30
@@ -38,7 +38,7 @@ def _key(row: dict[str, Any]) -> tuple:
 
 
 def spark_rows(spark, config: StorageConfig, t: Telemetry) -> list[dict[str, Any]]:
-    frames = [frame(spark, rows, schema)
+    frames = [records_frame(spark, rows, schema)
               for rows, schema in ((t.volumes, VOLUMES), (t.membership, MEMBERSHIP),
                                    (t.errors, COLLECTION_ERRORS))]
     rows = [r.asDict() for r in storage_decisions(config, *frames).collect()]
@@ -52,8 +52,14 @@ def reference_rows(config: StorageConfig, t: Telemetry) -> list[dict[str, Any]]:
                                                        config.check_interval_ms)), key=_key)
 
 
+ENGINES: Engines[StorageConfig, Telemetry] = Engines(
+    reference=lambda config, t: {"storage_decisions": reference_rows(config, t)},
+    spark=lambda spark, config, t: {"storage_decisions": spark_rows(spark, config, t)},
+)
+
+
 def assert_same(spark, config: StorageConfig, t: Telemetry) -> None:
-    assert_rows_equal(reference_rows(config, t), spark_rows(spark, config, t), label="storage_decisions")
+    assert_engines_agree(ENGINES, spark, config, t)
 
 
 @settings(parent=settings.get_profile("differential"))

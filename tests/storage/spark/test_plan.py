@@ -11,7 +11,7 @@ import pytest
 from quotaplane.storage.records import COLLECTION_ERRORS, MEMBERSHIP, VOLUMES
 from quotaplane.storage.spark.decisions import evaluate
 from tests.storage.engine.helpers import cluster_config
-from tests.storage.spark.frames import frame
+from tests.support.differential import records_frame
 
 pytestmark = pytest.mark.spark
 GB = 1 << 30
@@ -29,8 +29,8 @@ def test_aggregations_and_joins_need_no_shuffle_beyond_the_one_by_round(spark) -
                for i in range(5) for b in (1, 2)]
     errors = [{"ts": 2500, "cluster": "c", "poll_id": 2, "reason": "DESCRIBE_LOG_DIR_ERROR"}]
     config = cluster_config(("availableRatioBelow", "0.5"), ("availableRatioBelow", "0.2"))
-    inputs = (frame(spark, volumes, VOLUMES), frame(spark, members, MEMBERSHIP),
-              frame(spark, errors, COLLECTION_ERRORS))
+    inputs = (records_frame(spark, volumes, VOLUMES), records_frame(spark, members, MEMBERSHIP),
+              records_frame(spark, errors, COLLECTION_ERRORS))
     # tiny inputs would be broadcast: plan the joins as on large inputs
     broadcast, key = "spark.sql.autoBroadcastJoinThreshold", "spark.sql.requireAllClusterKeysForCoPartition"
     assert spark.conf.get(key) == "false"
