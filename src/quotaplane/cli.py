@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from quotaplane import __version__, run_command
 from quotaplane.core.commands import register_policy
 from quotaplane.core.errors import ConfigError, ConfigErrors, InputError, QuotaplaneError
+from quotaplane.forecast import cli as forecast_command
 from quotaplane.live import cli as serve_command
 from quotaplane.registry import POLICIES
 from quotaplane.sim import cli as simulate_command
@@ -33,8 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     run_command.register(sub)
     simulate_command.register(sub)
     serve_command.register(sub)
+    forecast_command.register(sub)
     for policy in POLICIES:
-        register_policy(sub, policy)
+        if policy.evaluator is not None:  # the forecast has its own top-level command
+            register_policy(sub, policy)
     return parser
 
 

@@ -11,10 +11,12 @@ from typing import Any
 from quotaplane.backlog.policy import BacklogPolicy
 from quotaplane.clients.policy import ClientsPolicy
 from quotaplane.core.policy import Input, Policy
+from quotaplane.forecast.policy import ForecastPolicy
 from quotaplane.storage.policy import StoragePolicy
 from quotaplane.topics.policy import TopicsPolicy
 
-POLICIES: tuple[Policy[Any], ...] = (StoragePolicy(), BacklogPolicy(), TopicsPolicy(), ClientsPolicy())
+POLICIES: tuple[Policy[Any], ...] = (StoragePolicy(), BacklogPolicy(), TopicsPolicy(), ClientsPolicy(),
+                                     ForecastPolicy())
 
 
 def policy(name: str) -> Policy[Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from quotaplane.backlog.cli import BacklogEvaluator
 from quotaplane.backlog.config import BacklogPolicies, load_backlog_policies
+from quotaplane.backlog.outputs import BacklogChecks
 from quotaplane.backlog.records import INPUTS
 from quotaplane.core.policy import Outputs, Policy, RunConfigs, StageContext, StageResult
 
@@ -12,6 +13,7 @@ class BacklogPolicy(Policy[BacklogPolicies]):
     name = "backlog"
     title = "Pulsar backlog quotas (PIP-323): evaluate check ticks with the reference engine"
     inputs = INPUTS
+    provides = (BacklogChecks,)
     evaluator = BacklogEvaluator()
 
     def load_config(self, configs: RunConfigs) -> BacklogPolicies | None:

@@ -4,7 +4,8 @@ A policy (storage, clients, topics, backlog) is one package holding its config, 
 its pure reference engine, its Spark transforms, its metrics, its report section and its CLI verbs;
 its `Policy` object is the one face the rest of quotaplane sees:
 
-- `inputs`: the telemetry inputs it reads (the first is required for it to run);
+- `inputs`: the telemetry inputs it reads (the first is required for it to run, unless the policy
+  says otherwise with `runnable`);
 - `load_config(configs)`: its configuration from the run's files, or None when not configured;
 - `evaluator`: its reference evaluation for `quotaplane <name> evaluate` (one generic command flow,
   `quotaplane.core.commands`);
@@ -83,6 +84,9 @@ class RunConfigs:
     client_quotas: Path | None = None
     topics: Path | None = None
     backlog_policies: Path | None = None
+    #: the forecast's fit window and horizon (`6h`, `7d`; None: the defaults)
+    forecast_window: str | None = None
+    forecast_horizon: str | None = None
 
 
 class Progress:
@@ -214,6 +218,11 @@ class Policy(ABC, Generic[C]):
     @abstractmethod
     def run_stage(self, ctx: StageContext, config: C, outputs: Outputs) -> StageResult:
         """The Spark stage of `quotaplane run` (only called when the required input is present)."""
+
+    def runnable(self, telemetry_dir: Path, config: C) -> bool:
+        """Whether the stage can run on this telemetry with this (loaded) configuration: by default,
+        when its first input is present."""
+        return find_input(telemetry_dir, self.inputs[0].name) is not None
 
     def register_commands(self, sub: argparse._SubParsersAction) -> None:
         """Verbs of `quotaplane <name>` besides `evaluate` (e.g. `clients resolve`)."""

@@ -83,8 +83,8 @@ def run_pipeline(
         raise InputError(str(telemetry_dir), "--telemetry", str(telemetry_dir), "is not a directory")
     policies = order(policies)
     loaded = load_configs(policies, configs)
-    runnable = [p for p in policies if loaded[p.name] is not None
-                and find_input(telemetry_dir, p.inputs[0].name) is not None]
+    runnable = [p for p in policies
+                if loaded[p.name] is not None and p.runnable(telemetry_dir, loaded[p.name])]
     if not runnable:
         expected = ", ".join(f"{i.name} ({p.name})" for p in policies for i in p.inputs if i.required)
         raise InputError(str(telemetry_dir), "--telemetry", str(telemetry_dir),

@@ -7,7 +7,8 @@ under `ctx.out_dir`:
 - `backlog_topic_stats/`, `backlog_partitioned_stats/` (Parquet) and `backlog_topic_stats.json`:
   the PIP-323 topic stats fields at each topic's last tick;
 - `quarantine/backlog_snapshots/` (Parquet): rejected rows with their reasons, when there are some.
-It registers the PIP-323 metrics in `ctx.registry`; it provides nothing to other stages.
+It registers the PIP-323 metrics in `ctx.registry`, and provides `BacklogChecks` (the checks read
+back from Parquet) to later stages.
 
 One observation of `pulsar_storage_backlog_quota_check_duration_seconds` is the wall-clock time
 of the Spark actions that evaluate every check of the run: materialising the per-tick checks
@@ -28,6 +29,7 @@ from quotaplane.backlog.config import BacklogPolicies
 from quotaplane.backlog.engine.model import SIZE, TIME
 from quotaplane.backlog.engine.stats import TopicMetrics
 from quotaplane.backlog.metrics import BacklogMetrics
+from quotaplane.backlog.outputs import BacklogChecks
 from quotaplane.backlog.report import build_sections
 from quotaplane.backlog.spark.evaluate import checks_of, decided_rows, derive, evictions_of
 from quotaplane.backlog.spark.reader import read_snapshots
@@ -40,7 +42,7 @@ NAME = "backlog"
 
 
 def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) -> StageResult:
-    """Evaluate the backlog quotas of the run (`outputs`: nothing is needed or provided)."""
+    """Evaluate the backlog quotas of the run; provide `BacklogChecks` in `outputs`."""
     path = ctx.find_input(INPUT)
     assert path is not None, "the runner runs a stage only when its input is present"
     with ctx.progress.step("backlog: read snapshots"):
@@ -80,6 +82,7 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
             f"{counts.quarantined} snapshot rows were quarantined (quarantine/{INPUT})."]
         sections = build_sections(collect_report_data(checks, kpis, notes))
     summary["input"] = counts.as_dict()
+    outputs.provide(BacklogChecks(ctx.spark.read.parquet(str(ctx.out_dir / "backlog_checks"))))
     console = [
         f"backlog: {summary['checks']:,} checks of {summary['topics']:,} topics over "
         f"{summary['ticks']:,} ticks; "

@@ -1,0 +1,49 @@
+"""The forecast's settings: fit window, horizon, how many contributors are listed.
+
+Durations are written as a number with a unit, `90s`, `30m`, `6h`, `7d` (or an ISO-8601
+duration such as `PT6H`); see docs/forecast.md.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from quotaplane.core.errors import ConfigError
+from quotaplane.storage.values import NANOS_PER_MS, parse_iso_duration_ns
+
+DEFAULT_WINDOW_MS = 6 * 3_600_000
+DEFAULT_HORIZON_MS = 7 * 86_400_000
+TOP_CONTRIBUTORS = 5
+_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_DURATION = re.compile(r"([0-9]+)(ms|s|m|h|d)")
+
+
+@dataclass(frozen=True)
+class ForecastSettings:
+    """`window_ms`: observations in `(at - window, at]` are fitted; `horizon_ms`: a limit crossed
+    later than this is reported as not approached (null)."""
+
+    window_ms: int = DEFAULT_WINDOW_MS
+    horizon_ms: int = DEFAULT_HORIZON_MS
+    top: int = TOP_CONTRIBUTORS
+
+    @property
+    def horizon_seconds(self) -> float:
+        return self.horizon_ms / 1000.0
+
+
+def parse_duration_ms(option: str, text: str) -> int:
+    """Milliseconds of `90s`, `30m`, `6h`, `7d`, `250ms` or an ISO-8601 duration; must be > 0."""
+    value = text.strip()
+    match = _DURATION.fullmatch(value)
+    if match is not None:
+        ms = int(match.group(1)) * _UNITS_MS[match.group(2)]
+    else:
+        ns = parse_iso_duration_ns(value)
+        if ns is None:
+            raise ConfigError(option, text, "must be a duration such as 90s, 30m, 6h, 7d or PT6H")
+        ms = ns // NANOS_PER_MS
+    if ms <= 0:
+        raise ConfigError(option, text, "must be longer than 0 ms")
+    return ms

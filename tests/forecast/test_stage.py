@@ -1,0 +1,34 @@
+"""The forecast stage of `quotaplane run` writes what `quotaplane forecast` prints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from quotaplane import cli
+from quotaplane.core.policy import RunConfigs
+from quotaplane.core.runner import run_pipeline
+from quotaplane.registry import POLICIES
+from tests.support.differential import assert_rows_equal
+
+
+@pytest.mark.spark
+def test_run_writes_the_forecast_tables_metrics_and_report(spark, telemetry: Path, tmp_path: Path,
+                                                           capsys) -> None:
+    config, policies = telemetry.parent / "storage.properties", telemetry.parent / "policies.json"
+    out = tmp_path / "out"
+    outcome = run_pipeline(telemetry, RunConfigs(storage=config, backlog_policies=policies), out, POLICIES,
+                           stream=None, spark=spark)
+    assert cli.main(["forecast", "--telemetry", str(telemetry), "--config", str(config),
+                     "--backlog-policies", str(policies)]) == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    for kind, table in (("volume", "storage_forecast"), ("backlog", "backlog_forecast")):
+        expected = [{k: v for k, v in row.items() if k != "kind"} for row in printed if row["kind"] == kind]
+        assert_rows_equal(expected, spark.read.parquet(str(out / table)), label=table)
+    summary = outcome.summary["forecast"]
+    assert summary["volumes_reaching_hard_limit"] == 1 and summary["backlogs_reaching_quota"] == 1
+    assert summary["inputs"][0]["input"].endswith("partition_sizes")
+    assert "quotaplane_storage_volume_seconds_to_hard_limit{" in (out / "metrics.prom").read_text()
+    assert "What runs out next" in (out / "report.html").read_text()
