@@ -17,13 +17,17 @@ SMALL = {
     "collection-errors": {"brokers": 8, "days": 0.5, "interval_seconds": 60, "clients": 30, "topics": 10,
                           "pulsar_topics": 2, "window_hours": 1.0},
     "replication-fill": {},
+    "linear-fill": {"days": 1.0},
+    "retention-steady": {"days": 1.0},
+    "accelerating-topic": {"days": 1.0},
 }
+FORECAST_SCENARIOS = ("linear-fill", "retention-steady", "accelerating-topic")
 
 
 def tables(scenario: str, overrides: dict | None = None, chunk_rows: int = 500_000,
-           kinds: list[str] | None = None) -> dict[str, pa.Table]:
-    """Every kind of a run, concatenated."""
-    found, params = resolve(scenario, {**SMALL[scenario], **(overrides or {})})
+           kinds: list[str] | None = None, small: bool = True) -> dict[str, pa.Table]:
+    """Every kind of a run (small sizes, or the scenario's defaults), concatenated."""
+    found, params = resolve(scenario, {**(SMALL[scenario] if small else {}), **(overrides or {})})
     parts: dict[str, list[pa.Table]] = defaultdict(list)
     for kind, chunk in generate(found.build(params), params.seed, kinds or list(KINDS), chunk_rows):
         parts[kind].append(chunk)
@@ -43,3 +47,9 @@ def errors_tables() -> dict[str, pa.Table]:
 @pytest.fixture(scope="session")
 def fill_tables() -> dict[str, pa.Table]:
     return tables("replication-fill")
+
+
+@pytest.fixture(scope="session")
+def forecast_tables() -> dict[str, dict[str, pa.Table]]:
+    """The forecast scenarios at their default sizes (seconds each)."""
+    return {name: tables(name, small=False) for name in FORECAST_SCENARIOS}

@@ -5,11 +5,14 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from quotaplane.forecast.records import PARTITION_SIZES
 from quotaplane.registry import all_inputs
 from quotaplane.sim.kinds import KINDS, QUOTA_TYPES
 from quotaplane.storage.records import COLLECTION_ERRORS, MEMBERSHIP, VOLUMES
 
-STORAGE = {"volumes": VOLUMES, "membership": MEMBERSHIP, "collection_errors": COLLECTION_ERRORS}
+# The kinds built from a record schema (the storage family: one generator, one round at a time).
+STORAGE = {"volumes": VOLUMES, "membership": MEMBERSHIP, "collection_errors": COLLECTION_ERRORS,
+           "partition_sizes": PARTITION_SIZES}
 FIELDS = {
     "client_requests": ["ts_ms", "broker_id", "user", "client_id", "quota_type", "value"],
     "topic_requests": ["ts_ms", "broker_id", "topic", "bytes"],

@@ -41,9 +41,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--window-hours", type=float, help="length of that window (default: to the end)")
     p.add_argument("--backlog-check-seconds", type=int,
                    help="seconds between backlog snapshots (check ticks)")
+    p.add_argument("--partition-interval-seconds", type=int,
+                   help="seconds between partition_sizes rounds (a multiple of --interval-seconds)")
     p.add_argument("--format", default="jsonl", choices=["jsonl", "csv", "parquet"], help="file format")
-    p.add_argument("--kinds", help="comma-separated kinds to write (default: all): volumes, membership, "
-                   "collection_errors, client_requests, topic_requests, backlog_snapshots")
+    p.add_argument("--kinds", help="comma-separated kinds to write (default: the scenario's, most: all): "
+                   "volumes, membership, collection_errors, partition_sizes, client_requests, "
+                   "topic_requests, backlog_snapshots")
     p.add_argument("--chunk-rows", type=int, default=500_000,
                    help="rows generated at a time (memory bound; does not change the output)")
     p.add_argument("--part-rows", type=int, default=5_000_000,
@@ -53,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 PARAMETERS = ("seed", "brokers", "log_dirs", "days", "interval_seconds", "clients", "topics", "pulsar_topics",
               "start", "requests_per_client_per_minute", "max_request_bytes", "window_start_hours",
-              "window_hours", "backlog_check_seconds")
+              "window_hours", "backlog_check_seconds", "partition_interval_seconds")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,7 +70,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name}: {s.summary}")
             print(f"    defaults: --brokers {d.brokers} --log-dirs {d.log_dirs} --days {d.days:g} "
                   f"--interval-seconds {d.interval_seconds} --clients {d.clients} --topics {d.topics} "
-                  f"--pulsar-topics {d.pulsar_topics} --seed {d.seed}")
+                  f"--pulsar-topics {d.pulsar_topics} --partition-interval-seconds "
+                  f"{d.partition_interval_seconds} --seed {d.seed}")
+            if s.kinds is not None:
+                print(f"    kinds: {','.join(s.kinds)}")
         return 0
     if not args.scenario:
         raise ConfigError("--scenario", None, "is required", "see --list")

@@ -6,6 +6,7 @@
 - Placement: replicas on brokers by weighted sampling without replacement (broker weights are
   uneven, and some topics are pinned to a few brokers), each replica on one of its broker's log
   dirs (uneven too); the first replica leads. Partitions carry uneven shares of a topic's bytes.
+  The replicas are kept one by one (`Replicas`) besides the (topic, volume) placement matrix.
 - Volumes: each log dir is its own disk; its size comes from a catalogue (250 GiB .. 16 TiB) large
   enough for the data it holds at a random target fill, sometimes a size larger (mixed hardware),
   minus file-system overhead. Brokers that join later start empty.
@@ -33,6 +34,7 @@ from quotaplane.sim.model import (
     ClusterModel,
     Collection,
     PulsarTopic,
+    Replicas,
     Subscription,
     Topics,
     Volumes,
@@ -80,15 +82,17 @@ def topic_names(count: int, rng: np.random.Generator) -> list[str]:
 
 def place_replicas(partitions: np.ndarray, rf: np.ndarray, broker_weight: np.ndarray,
                    pinned: list[np.ndarray], dir_weight: np.ndarray, part_weight: np.ndarray,
-                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(topics, volumes) placement and (topics, brokers) leader share.
+                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, Replicas]:
+    """(topics, volumes) placement, (topics, brokers) leader share, and the replicas behind them.
 
     Each partition's replicas are drawn without replacement with probability proportional to the
-    broker weights (Gumbel top-k); `pinned[t]` (non-empty) restricts topic t to those brokers.
+    broker weights (Gumbel top-k); `pinned[t]` (non-empty) restricts topic t to those brokers. The
+    first replica leads.
     """
     n_topics, n_brokers = len(partitions), len(broker_weight)
     n_dirs = dir_weight.shape[1]
     topic_of = np.repeat(np.arange(n_topics), partitions)
+    partition_of = np.arange(len(topic_of)) - np.repeat(np.cumsum(partitions) - partitions, partitions)
     logw = np.log(np.maximum(broker_weight, 1e-300))[None, :].repeat(len(topic_of), axis=0)
     for t, allowed in enumerate(pinned):
         if len(allowed):
@@ -97,29 +101,45 @@ def place_replicas(partitions: np.ndarray, rf: np.ndarray, broker_weight: np.nda
             logw[topic_of == t] += mask
     keys = logw - np.log(-np.log(rng.random(logw.shape)))
     ranked = np.argsort(-keys, axis=1, kind="stable")
-    placement = np.zeros((n_topics, n_brokers * n_dirs))
-    leader = np.zeros((n_topics, n_brokers))
     cum_dirs = np.cumsum(dir_weight, axis=1) / dir_weight.sum(axis=1, keepdims=True)
+    slots: list[tuple[np.ndarray, np.ndarray, int]] = []
     for slot in range(int(rf.max(initial=0))):
-        has = rf[topic_of] > slot
+        has = np.flatnonzero(rf[topic_of] > slot)
         brokers = ranked[has, slot]
-        dirs = np.minimum((rng.random(has.sum())[:, None] > cum_dirs[brokers]).sum(axis=1), n_dirs - 1)
-        np.add.at(placement, (topic_of[has], brokers * n_dirs + dirs), part_weight[has])
-        if slot == 0:
-            np.add.at(leader, (topic_of[has], brokers), part_weight[has])
-    return placement, leader
+        dirs = np.minimum((rng.random(len(has))[:, None] > cum_dirs[brokers]).sum(axis=1), n_dirs - 1)
+        slots.append((has, brokers * n_dirs + dirs, slot))
+    parts = np.concatenate([has for has, _, _ in slots]).astype(np.int64)
+    replicas = Replicas(
+        topic=topic_of[parts], partition=partition_of[parts].astype(np.int64),
+        volume=np.concatenate([volume for _, volume, _ in slots]).astype(np.int64),
+        weight=part_weight[parts], leader=np.concatenate([np.full(len(h), s == 0) for h, _, s in slots]))
+    placement = replicas.placement(n_topics, n_brokers * n_dirs)
+    leader = np.zeros((n_topics, n_brokers))
+    lead = replicas.leader
+    np.add.at(leader, (replicas.topic[lead], replicas.volume[lead] // n_dirs), replicas.weight[lead])
+    return placement, leader, replicas
 
 
-def steady_used(topics: Topics, start_ms: int, history_ms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def segment_phase_mean(topics: Topics, start_ms: int, n_volumes: int) -> np.ndarray:
+    """Per volume: the expected bytes of the partly deleted segments of its time-retained replicas
+    (half a segment each) at the start."""
+    r = topics.replicas
+    timed = (topics.retention_ms[r.topic] > 0) & (topics.created_ms[r.topic] <= start_ms)
+    return np.bincount(r.volume, weights=timed * topics.segment_bytes[r.topic] / 2.0, minlength=n_volumes)
+
+
+def steady_used(topics: Topics, start_ms: int) -> tuple[np.ndarray, np.ndarray]:
     """Bytes each volume holds at the start: (retained by time-based retention, never deleted).
 
-    A topic with retention holds one retention of writes at its mean rate (the storage generator
-    starts from the same amount); one without holds `history_ms` of writes (its age at the start).
+    A topic with retention holds one retention of writes at its mean rate plus, per replica, a part
+    of a segment (the storage generator starts from the same amount); one without holds its
+    `age_ms` of writes.
     """
     existing = topics.created_ms <= start_ms
     timed = topics.retention_ms > 0
     retained = (topics.base_rate * topics.retention_ms * (existing & timed) / 1000.0) @ topics.placement
-    kept = (topics.base_rate * history_ms * (existing & ~timed) / 1000.0) @ topics.placement
+    retained = retained + segment_phase_mean(topics, start_ms, topics.placement.shape[1])
+    kept = (topics.base_rate * topics.age_ms * (existing & ~timed) / 1000.0) @ topics.placement
     return retained, kept
 
 
@@ -145,12 +165,13 @@ def build_topics(p: SimParams, n_brokers_placed: int, n_brokers: int, rng: np.ra
     part_weight = rng.lognormal(0.0, 0.3, int(partitions.sum()))
     starts = np.concatenate([[0], np.cumsum(partitions)[:-1]])
     part_weight /= np.repeat(np.add.reduceat(part_weight, starts), partitions)
-    placement, leader = place_replicas(partitions, rf, broker_weight, pinned, dir_weight, part_weight, rng)
+    placement, leader, replicas = place_replicas(partitions, rf, broker_weight, pinned, dir_weight,
+                                                 part_weight, rng)
     return Topics(
         names=topic_names(n, rng), partitions=partitions, replication_factor=rf, base_rate=rate,
         diurnal_amplitude=rng.uniform(0.1, 0.6, n), peak_hour=np.mod(rng.normal(14.0, 3.0, n), 24.0),
         retention_ms=retention, segment_bytes=segment, created_ms=created, placement=placement,
-        leader_share=leader,
+        leader_share=leader, replicas=replicas, age_ms=np.zeros(n, dtype=np.int64),
     )
 
 
@@ -158,7 +179,7 @@ def size_volumes(retained: np.ndarray, kept: np.ndarray, rng: np.random.Generato
                  fill: tuple[float, float] = (0.2, 0.6)) -> Volumes:
     """Disk sizes from the catalogue for the bytes each volume holds at a random target fill.
 
-    The base usage is everything but the time-retained bytes (which the generator adds itself).
+    The base usage is what is not Kafka's replicas (the generator adds those itself).
     """
     used = retained + kept
     n = len(used)
@@ -168,8 +189,8 @@ def size_volumes(retained: np.ndarray, kept: np.ndarray, rng: np.random.Generato
     index = np.where(used <= 0, rng.integers(1, 4, n), index)  # an empty (new) disk: a common size
     index = np.minimum(index + (rng.random(n) < 0.3), len(DISK_CATALOGUE) - 1)  # mixed hardware
     total = (DISK_CATALOGUE[index] * rng.uniform(0.975, 0.985, n)).astype(np.int64) // 4096 * 4096
-    base = np.maximum((total * 0.01).astype(np.int64), (target * total - retained).astype(np.int64))
-    base = np.maximum(0, np.minimum(base, total - retained.astype(np.int64)))
+    base = np.maximum((total * 0.01).astype(np.int64), (target * total - used).astype(np.int64))
+    base = np.maximum(0, np.minimum(base, total - used.astype(np.int64)))
     return Volumes(broker=np.zeros(n, dtype=np.int64), log_dir=[], total_bytes=total, base_used_bytes=base)
 
 
@@ -276,8 +297,8 @@ def build_fleet(p: SimParams, knobs: FleetKnobs) -> ClusterModel:
     joins = knobs.joins if n_brokers >= 6 else 0
     n_placed = n_brokers - joins
     topics = build_topics(p, n_placed, n_brokers, rng, knobs)
-    history = rng.uniform(5, 30, len(topics)) * DAY_MS
-    volumes = size_volumes(*steady_used(topics, p.start_ms, history), rng)
+    topics.age_ms = (rng.uniform(5, 30, len(topics)) * DAY_MS).astype(np.int64)
+    volumes = size_volumes(*steady_used(topics, p.start_ms), rng)
     volumes.broker = np.repeat(np.arange(n_brokers), p.log_dirs)
     volumes.log_dir = [f"/var/lib/kafka/data-{d}" for _ in range(n_brokers) for d in range(p.log_dirs)]
     clients = build_clients(p, topics, rng)
@@ -290,4 +311,5 @@ def build_fleet(p: SimParams, knobs: FleetKnobs) -> ClusterModel:
         pulsar=build_pulsar(p, rng), window_start_ms=window[0], window_end_ms=window[1],
         requests_per_minute=p.requests_per_client_per_minute, max_request_bytes=p.max_request_bytes,
         backlog_check_ms=p.backlog_check_seconds * 1000,
+        partition_interval_ms=p.partition_interval_seconds * 1000,
     )

@@ -1,7 +1,8 @@
 """The telemetry kinds the simulator writes, their columns and Arrow types.
 
 The storage kinds take their column order from the record schemas in `quotaplane.storage.records`
-(`RecordSchema.field_names`); the other kinds follow the inputs documented in docs/telemetry.md.
+(`RecordSchema.field_names`), `partition_sizes` from `quotaplane.forecast.records`; the other kinds
+follow the inputs documented in docs/telemetry.md.
 Time fields are epoch milliseconds.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from quotaplane.forecast.records import PARTITION_SIZES
 from quotaplane.storage.records import COLLECTION_ERRORS, MEMBERSHIP, VOLUMES
 
 _STORAGE_TYPES = {"time_ms": pa.int64(), "long": pa.int64(), "string": pa.string(),
@@ -24,6 +26,7 @@ KINDS: dict[str, pa.Schema] = {
     "volumes": _from_record_schema(VOLUMES),
     "membership": _from_record_schema(MEMBERSHIP),
     "collection_errors": _from_record_schema(COLLECTION_ERRORS),
+    "partition_sizes": _from_record_schema(PARTITION_SIZES),
     "client_requests": pa.schema([
         pa.field("ts_ms", pa.int64(), nullable=False),
         pa.field("broker_id", pa.int64(), nullable=False),
@@ -50,7 +53,7 @@ KINDS: dict[str, pa.Schema] = {
     ]),
 }
 
-STORAGE_KINDS = ("volumes", "membership", "collection_errors")
+STORAGE_KINDS = ("volumes", "membership", "collection_errors", "partition_sizes")
 REQUEST_KINDS = ("client_requests", "topic_requests")
 BACKLOG_KINDS = ("backlog_snapshots",)
 QUOTA_TYPES = ("produce", "fetch", "request", "controller_mutation")

@@ -67,6 +67,47 @@ class MutationBurst:
     value: int
 
 
+@dataclass(frozen=True)
+class Ramp:
+    """A topic's rate grows from `start_ms` on: times `1 + growth_per_day x days` (linear) or
+    `exp(growth_per_day x days)` (exponential), days counted from `start_ms`."""
+
+    topic: int
+    start_ms: int
+    growth_per_day: float
+    exponential: bool = False
+
+    def multiplier(self, ts_ms: np.ndarray) -> np.ndarray:
+        """The rate multiplier at `ts_ms` (1 before the start)."""
+        days = np.maximum(0, ts_ms - self.start_ms) / DAY_MS
+        return np.exp(self.growth_per_day * days) if self.exponential else 1.0 + self.growth_per_day * days
+
+
+@dataclass
+class Replicas:
+    """Every partition replica: one row per (topic, partition, replica), each on one volume."""
+
+    topic: np.ndarray  # topic index
+    partition: np.ndarray  # partition index within the topic
+    volume: np.ndarray  # volume index
+    weight: np.ndarray  # float64: the partition's share of its topic's bytes
+    leader: np.ndarray  # bool: the partition's first replica (its leader)
+
+    def __len__(self) -> int:
+        return len(self.topic)
+
+    def placement(self, n_topics: int, n_volumes: int) -> np.ndarray:
+        """(topics, volumes): the share of each topic's bytes each volume stores (sums to the RF)."""
+        out = np.zeros((n_topics, n_volumes))
+        np.add.at(out, (self.topic, self.volume), self.weight)
+        return out
+
+    def extend(self, other: Replicas) -> None:
+        """Append `other`'s replicas."""
+        for name in ("topic", "partition", "volume", "weight", "leader"):
+            setattr(self, name, np.concatenate([getattr(self, name), getattr(other, name)]))
+
+
 @dataclass
 class Brokers:
     ids: np.ndarray  # int64 broker ids, by broker index
@@ -80,7 +121,7 @@ class Volumes:
     broker: np.ndarray  # broker index of each volume
     log_dir: list[str]
     total_bytes: np.ndarray  # int64
-    base_used_bytes: np.ndarray  # int64: used bytes at the start that retention never deletes
+    base_used_bytes: np.ndarray  # int64: bytes used by anything but Kafka's replicas (constant)
 
 
 @dataclass
@@ -98,7 +139,10 @@ class Topics:
     created_ms: np.ndarray  # int64: no traffic before (a topic created during the run)
     placement: np.ndarray  # (topics, volumes): share of a topic's bytes each volume stores (sums to RF)
     leader_share: np.ndarray  # (topics, brokers): share of a topic's produce bytes each broker leads
+    replicas: Replicas  # the replicas behind `placement`
+    age_ms: np.ndarray  # int64: how long a topic has been written at the start (kept when retention is 0)
     noise_sigma: float = 0.15  # per round log-normal noise of a topic's rate
+    ramps: list[Ramp] = field(default_factory=list)  # topics whose rate grows during the run
 
     def __len__(self) -> int:
         return len(self.names)
@@ -188,6 +232,7 @@ class ClusterModel:
     max_request_bytes: int | None  # more requests when a minute's bytes need them (None: no cap)
     backlog_check_ms: int
     retention_check_ms: int = 300_000  # Kafka log.retention.check.interval.ms
+    partition_interval_ms: int = 300_000  # `partition_sizes` every this often (a multiple of interval_ms)
     jitter_ms: int = 2_000  # a round's timestamp lands up to this late
 
     @property

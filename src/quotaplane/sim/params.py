@@ -30,6 +30,7 @@ class SimParams:
     window_start_hours: float | None = None  # None: the scenario's choice (most: the start)
     window_hours: float | None = None  # None: to the end of the span
     backlog_check_seconds: int = 60
+    partition_interval_seconds: int = 300  # `partition_sizes` rounds: a multiple of interval_seconds
 
     @property
     def start_ms(self) -> int:
@@ -90,11 +91,15 @@ def validate(p: SimParams, min_brokers: int = 1) -> None:
     need(p.max_request_bytes is None or p.max_request_bytes >= 1024, "max_request_bytes",
          "must be at least 1024")
     need(1 <= p.backlog_check_seconds <= 86_400, "backlog_check_seconds", "must be in 1..86400")
+    need(1 <= p.partition_interval_seconds <= 86_400 * 366, "partition_interval_seconds",
+         "must be in 1..31622400")
     need(p.window_start_hours is None or p.window_start_hours >= 0, "window_start_hours",
          "must not be negative")
     need(p.window_hours is None or p.window_hours > 0, "window_hours", "must be more than 0")
     if not errors:
         need(p.days * DAY_MS >= p.interval_ms, "days", "must span at least one collection interval")
+        need(p.partition_interval_seconds % p.interval_seconds == 0, "partition_interval_seconds",
+             f"must be a multiple of --interval-seconds ({p.interval_seconds})")
         begin, end = p.window_ms
         need(begin < end, "window_start_hours", f"must start the window before the end ({p.days} days)")
     if errors:

@@ -1,7 +1,8 @@
 """Traffic rates as functions of time: daily cycle, weekends, bursts, noise.
 
-A producer's rate is `share x topic base rate x daily cycle x weekend factor x its burst factor`;
-a topic's rate is the sum over its producers, so what the clients send and what the disks store
+A producer's rate is `share x topic base rate x daily cycle x weekend factor x ramp x its burst
+factor` (the ramp: a topic whose rate grows during the run, 1 otherwise); a topic's rate is the sum
+over its producers, so what the clients send and what the disks store
 agree. Everything is evaluated for whole arrays of timestamps at once.
 """
 
@@ -86,10 +87,12 @@ class RateModel:
         return factor
 
     def topic_shape(self, ts_ms: np.ndarray) -> np.ndarray:
-        """(n, topics): base rate x daily cycle x weekend factor x created (no bursts, no noise)."""
+        """(n, topics): base rate x daily cycle x weekend factor x ramps x created (no bursts, no noise)."""
         t = self.model.topics
         shape = t.base_rate[None, :] * diurnal(ts_ms, t.diurnal_amplitude, t.peak_hour)
         shape *= weekly(ts_ms)[:, None]
+        for ramp in t.ramps:
+            shape[:, ramp.topic] *= ramp.multiplier(ts_ms)
         shape *= ts_ms[:, None] >= t.created_ms[None, :]
         return shape
 

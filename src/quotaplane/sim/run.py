@@ -80,7 +80,9 @@ def generate(model: ClusterModel, seed: int, kinds: Sequence[str],
         wanted = [k for k in family if k in kinds]
         if not wanted:
             continue
-        for chunk in generator(model, fields, chunk_rows).chunks():
+        made = StorageGenerator(model, fields, chunk_rows, "partition_sizes" in wanted) \
+            if family is STORAGE_KINDS else generator(model, fields, chunk_rows)
+        for chunk in made.chunks():
             for kind in wanted:
                 yield kind, chunk[kind]
 
@@ -92,7 +94,7 @@ def simulate(scenario: str, out: Path, overrides: dict[str, Any] | None = None,
     if fmt not in FORMATS:
         raise ConfigError("--format", fmt, f"must be one of {', '.join(FORMATS)}")
     found, params = resolve(scenario, overrides)
-    wanted = parse_kinds(kinds)
+    wanted = parse_kinds(kinds if kinds is not None else found.kinds)
     model = found.build(params)
     out.mkdir(parents=True, exist_ok=True)
     writers = {k: PartWriter(out / k, KINDS[k], fmt, part_rows) for k in wanted}

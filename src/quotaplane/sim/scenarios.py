@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from quotaplane.sim.fleet import TIB, FleetKnobs, build_fleet, steady_used
+from quotaplane.sim.fleet import GIB, TIB, FleetKnobs, build_fleet, size_volumes, steady_used
 from quotaplane.sim.model import (
     DAY_MS,
     HOUR_MS,
@@ -24,9 +24,13 @@ from quotaplane.sim.model import (
     ErrorWindow,
     MutationBurst,
     PulsarTopic,
+    Ramp,
+    Replicas,
     Subscription,
 )
 from quotaplane.sim.params import SimParams
+from quotaplane.sim.rates import RateModel
+from quotaplane.sim.rng import Fields, structure_rng
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,7 @@ class Scenario:
     build: Callable[[SimParams], ClusterModel]
     defaults: SimParams
     min_brokers: int = 1
+    kinds: tuple[str, ...] | None = None  # the kinds written when none are asked for (None: all)
 
     @property
     def summary(self) -> str:
@@ -44,12 +49,12 @@ class Scenario:
 SCENARIOS: dict[str, Scenario] = {}
 
 
-def scenario(name: str, defaults: SimParams, min_brokers: int = 1
+def scenario(name: str, defaults: SimParams, min_brokers: int = 1, kinds: tuple[str, ...] | None = None
              ) -> Callable[[Callable[[SimParams], ClusterModel]], Callable[[SimParams], ClusterModel]]:
-    """Register a scenario builder under `name` with its default parameters."""
+    """Register a scenario builder under `name` with its default parameters (and default kinds)."""
 
     def register(build: Callable[[SimParams], ClusterModel]) -> Callable[[SimParams], ClusterModel]:
-        SCENARIOS[name] = Scenario(name, build, defaults, min_brokers)
+        SCENARIOS[name] = Scenario(name, build, defaults, min_brokers, kinds)
         return build
 
     return register
@@ -96,7 +101,8 @@ BACKFILL_CLIENT, BACKFILL_USER = "clickstream-replay-loader", "svc-replay"
 @scenario("replication-fill", SimParams(
     seed=7, brokers=6, log_dirs=2, days=2.0, interval_seconds=300, clients=12, topics=8, pulsar_topics=0,
     requests_per_client_per_minute=2, max_request_bytes=32 << 20, window_hours=0.75, backlog_check_seconds=60,
-), min_brokers=3)
+), min_brokers=3, kinds=("volumes", "membership", "collection_errors", "client_requests", "topic_requests",
+                         "backlog_snapshots"))
 def replication_fill(p: SimParams) -> ClusterModel:
     """Replication from broker 1 fills a disk of broker 2 while every other volume stays healthy.
 
@@ -110,6 +116,7 @@ def replication_fill(p: SimParams) -> ClusterModel:
     full. Brokers 4 and 5 restart once, a few rounds fail. The request and backlog window (default:
     45 minutes in the middle of the soft-to-hard ramp) has a producer burst, a provisioning job's
     mutation burst, a slow Pulsar subscription (size quota) and a stalled one (age quota).
+    `partition_sizes` is written only when asked for (`--kinds`), which keeps the bundled example small.
     """
     base = replace(p, pulsar_topics=0, window_start_hours=p.window_start_hours or 0.0)
     outage = p.start_ms + int(0.45 * (p.end_ms - p.start_ms))  # a 20-minute describeLogDirs outage
@@ -125,7 +132,8 @@ def replication_fill(p: SimParams) -> ClusterModel:
     dirs = p.log_dirs
     fill_volume = FILL_BROKER * dirs + dirs - 1
     leader_volumes = [LEADER_BROKER * dirs + d for d in range(dirs)]
-    retained, _ = steady_used(model.topics, p.start_ms, np.zeros(len(model.topics)))
+    retained, kept = steady_used(model.topics, p.start_ms)
+    retained = retained + kept
 
     def resize(volume: int, nominal: int, fill: float) -> None:
         v.total_bytes[volume] = int(nominal * 0.98) // 4096 * 4096
@@ -162,25 +170,42 @@ def replication_fill(p: SimParams) -> ClusterModel:
 def _add_backfill(model: ClusterModel, rate: float, created: int, fill_volume: int,
                   leader_volumes: list[int]) -> None:
     """The backfill topic and its producer: leaders on broker 1, followers on broker 2's fill volume."""
-    t, c = model.topics, model.clients
-    n_vol, n_b = len(model.volumes.log_dir), len(model.brokers.ids)
-    placement = np.zeros(n_vol)
-    placement[leader_volumes] = 1.0 / len(leader_volumes)
-    placement[fill_volume] = 1.0
-    leader = np.zeros(n_b)
-    leader[LEADER_BROKER] = 1.0
-    t.names.append(BACKFILL_TOPIC)
-    for name, value in (("partitions", 6), ("replication_factor", 2), ("base_rate", rate),
-                        ("diurnal_amplitude", 0.0), ("peak_hour", 0.0), ("retention_ms", 7 * DAY_MS),
-                        ("segment_bytes", 1 << 30), ("created_ms", created)):
-        setattr(t, name, np.append(getattr(t, name), value))
+    volumes = [[leader_volumes[p % len(leader_volumes)], fill_volume] for p in range(6)]
+    _add_topic(model, BACKFILL_TOPIC, volumes, {"base_rate": rate, "diurnal_amplitude": 0.0, "peak_hour": 0.0,
+                                                "retention_ms": 7 * DAY_MS, "segment_bytes": 1 << 30,
+                                                "created_ms": created},
+               BACKFILL_USER, BACKFILL_CLIENT)
+
+
+def _add_topic(model: ClusterModel, name: str, volumes: list[list[int]], values: dict[str, float],
+               user: str, client_id: str) -> int:
+    """Append a topic whose partition p has its replicas on `volumes[p]` (the first leads), the
+    partitions carrying equal shares, and its only producer; return the topic's index."""
+    t, c, v = model.topics, model.clients, model.volumes
+    topic, parts = len(t), len(volumes)
+    counts = [len(vols) for vols in volumes]
+    replicas = Replicas(
+        topic=np.full(sum(counts), topic, dtype=np.int64),
+        partition=np.repeat(np.arange(parts, dtype=np.int64), counts),
+        volume=np.array([vol for vols in volumes for vol in vols], dtype=np.int64),
+        weight=np.full(sum(counts), 1.0 / parts),
+        leader=np.array([i == 0 for vols in volumes for i in range(len(vols))]))
+    t.replicas.extend(replicas)
+    # Shares as counts / partitions, so that whole shares are exact.
+    placement = np.bincount(replicas.volume, minlength=len(v.log_dir)) / parts
+    leader = np.bincount(v.broker[replicas.volume[replicas.leader]], minlength=len(model.brokers.ids)) / parts
+    t.names.append(name)
+    fields = {"partitions": parts, "replication_factor": max(counts), "age_ms": 0, **values}
+    for field_name, value in fields.items():
+        setattr(t, field_name, np.append(getattr(t, field_name), value))
     t.placement = np.vstack([t.placement, placement])
     t.leader_share = np.vstack([t.leader_share, leader])
-    c.user.append(BACKFILL_USER)
-    c.client_id.append(BACKFILL_CLIENT)
-    for name, value in (("role", ROLE_PRODUCER), ("topic", len(t) - 1), ("share", 1.0),
-                        ("burst_probability", 0.0)):
-        setattr(c, name, np.append(getattr(c, name), value))
+    c.user.append(user)
+    c.client_id.append(client_id)
+    for field_name, value in (("role", ROLE_PRODUCER), ("topic", topic), ("share", 1.0),
+                              ("burst_probability", 0.0)):
+        setattr(c, field_name, np.append(getattr(c, field_name), value))
+    return topic
 
 
 def _add_window_events(model: ClusterModel) -> None:
@@ -212,6 +237,122 @@ def _example_pulsar(w: int) -> list[PulsarTopic]:
         ]),
         PulsarTopic("persistent://beta/logs/audit", 0, 8_000, 4_096, [Subscription("siem")]),
     ]
+
+
+# The forecast scenarios: small quiet clusters whose volumes the forecast predicts, with ground truth.
+FORECAST_DEFAULTS = SimParams(seed=11, brokers=6, log_dirs=2, days=3.0, interval_seconds=60, clients=24,
+                              topics=16, pulsar_topics=2, requests_per_client_per_minute=1, window_hours=6.0,
+                              partition_interval_seconds=300)
+STEADY_RETENTION_MS = np.array([6 * HOUR_MS, 12 * HOUR_MS, DAY_MS], dtype=np.int64)
+RAMP_TOPIC, RAMP_CLIENT, RAMP_USER = "telemetry.firehose", "telemetry.firehose-producer-0", "svc-telemetry"
+RAMP_BROKERS = 3  # the ramping topic lives on brokers 0..2
+RAMP_START, RAMP_FULL = 0.25, 0.9  # fractions of the span: its ramp starts, its fullest volume fills
+
+
+def _quiet_fleet(p: SimParams, cluster: str) -> ClusterModel:
+    """A fleet without churn: no broker leaves or joins, no rolling restart, no new topics."""
+    return build_fleet(p, FleetKnobs(cluster=cluster, rolling_restart_per_day=0.0, leaves=0, joins=0,
+                                     new_topic_fraction=0.0))
+
+
+def _mean_volume_rates(model: ClusterModel, seed: int) -> np.ndarray:
+    """Bytes/s each volume receives at the topics' mean rates (bursts included, daily cycle averaged)."""
+    t = model.topics
+    return (t.base_rate * RateModel(model, Fields(seed)).expected_burst) @ t.placement
+
+
+def _resize_steady(model: ClusterModel, p: SimParams, fill: tuple[float, float]) -> None:
+    """Disks sized again for what the (changed) topics hold at the start, at a target fill."""
+    v = model.volumes
+    sized = size_volumes(*steady_used(model.topics, p.start_ms), structure_rng(p.seed, "resize"), fill)
+    v.total_bytes, v.base_used_bytes = sized.total_bytes, sized.base_used_bytes
+
+
+@scenario("linear-fill", FORECAST_DEFAULTS)
+def linear_fill(p: SimParams) -> ClusterModel:
+    """Volumes filling linearly (no time retention, steady writes): forecast ground truth.
+
+    Every topic keeps everything (retention 0) and writes at a nearly flat rate (daily cycle at most
+    5 %), so each volume's usage grows linearly. Each volume with replicas starts at 55-75 %
+    available and is sized to fill up in 0.5-2 spans at its mean rate: most cross 50 % and 35 %
+    available during the run, about a third run out of space. No broker churn.
+    """
+    model = _quiet_fleet(p, "fill-a")
+    rng = structure_rng(p.seed, "linear-fill")
+    t, v = model.topics, model.volumes
+    t.retention_ms[:] = 0
+    t.diurnal_amplitude = rng.uniform(0.0, 0.05, len(t))
+    t.age_ms = (rng.uniform(0.1, 0.4, len(t)) * DAY_MS).astype(np.int64)
+    rate = _mean_volume_rates(model, p.seed)
+    _, kept = steady_used(t, p.start_ms)
+    span_s = (p.end_ms - p.start_ms) / 1000.0
+    available = rng.uniform(0.55, 0.75, len(rate))
+    to_full = rng.uniform(0.5, 2.0, len(rate)) * span_s
+    placed = rate > 0
+    total = (rate * to_full / available).astype(np.int64) // 4096 * 4096
+    v.total_bytes = np.where(placed, np.maximum(total, 4096), v.total_bytes)
+    base = (v.total_bytes * (1.0 - available) - kept).astype(np.int64)
+    v.base_used_bytes = np.where(placed, np.maximum(0, base), v.base_used_bytes)
+    return model
+
+
+def _steady_retention(p: SimParams, cluster: str, name: str) -> ClusterModel:
+    """Every topic with time retention (6 h, 12 h or 1 day) and 1 GiB segments, disks 20-40 % used."""
+    model = _quiet_fleet(p, cluster)
+    rng = structure_rng(p.seed, name)
+    t = model.topics
+    t.retention_ms = rng.choice(STEADY_RETENTION_MS, len(t))
+    t.segment_bytes = np.full(len(t), GIB, dtype=np.int64)
+    t.diurnal_amplitude = rng.uniform(0.05, 0.3, len(t))
+    t.base_rate = t.base_rate * 4.0  # busier partitions: segments roll every few hours
+    _resize_steady(model, p, (0.2, 0.4))
+    return model
+
+
+@scenario("retention-steady", FORECAST_DEFAULTS)
+def retention_steady(p: SimParams) -> ClusterModel:
+    """Time retention in steady state: sawtooth usage that never crosses a limit (false-alert test bed).
+
+    Every topic deletes by time (6 h, 12 h or 1 day) in 1 GiB segments, so each replica's size is a
+    sawtooth (it grows by its writes and drops by whole segments at retention checks) around one
+    retention of writes, and each volume holds its level: disks sit at 20-40 % used and stay there.
+    Replicas start at random points of their segment cycle. No broker churn.
+    """
+    return _steady_retention(p, "steady-a", "retention-steady")
+
+
+@scenario("accelerating-topic", FORECAST_DEFAULTS, min_brokers=RAMP_BROKERS)
+def accelerating_topic(p: SimParams) -> ClusterModel:
+    """Like retention-steady, but one topic's rate grows exponentially until its volumes fill.
+
+    `telemetry.firehose` (6 partitions, RF 3, all on brokers 0-2, 1-day retention, 1 GiB segments)
+    writes steadily until a quarter of the span, then its rate grows exponentially (x8 by the end).
+    Its base rate is set so that its fullest volume runs out of space at 90 % of the span despite
+    retention; the other volumes holding it cross 50 % and 35 % available late in the run. Every
+    other volume holds its level as in retention-steady.
+    """
+    model = _steady_retention(p, "ramp-a", "accelerating-topic")
+    v, dirs = model.volumes, p.log_dirs
+    free = v.total_bytes - v.base_used_bytes - np.sum(steady_used(model.topics, p.start_ms), axis=0)
+    volumes = [[((q + k) % RAMP_BROKERS) * dirs + (q // RAMP_BROKERS) % dirs for k in range(RAMP_BROKERS)]
+               for q in range(6)]
+    start = p.start_ms + int(RAMP_START * (p.end_ms - p.start_ms))
+    full = p.start_ms + int(RAMP_FULL * (p.end_ms - p.start_ms))
+    topic = _add_topic(model, RAMP_TOPIC, volumes, {
+        "base_rate": 0.0, "diurnal_amplitude": 0.0, "peak_hour": 0.0, "retention_ms": DAY_MS,
+        "segment_bytes": GIB, "created_ms": p.start_ms}, RAMP_USER, RAMP_CLIENT)
+    ramp = Ramp(topic, start, float(np.log(8.0) / ((p.end_ms - start) / DAY_MS)), exponential=True)
+    share = model.topics.placement[topic]
+    held = np.flatnonzero(share > 0)
+    # Bytes the topic retains at `full` per byte/s of base rate: the ramp integrated over one retention.
+    grid = np.linspace(full - DAY_MS, full, 2_001)
+    retained_per_rate = np.trapezoid(ramp.multiplier(grid), grid) / 1000.0
+    segments = np.bincount(model.topics.replicas.volume[model.topics.replicas.topic == topic],
+                           minlength=len(v.log_dir)) * GIB / 2.0
+    rates = (free[held] - segments[held]) / (share[held] * retained_per_rate)
+    model.topics.base_rate[topic] = float(rates.min())
+    model.topics.ramps.append(ramp)
+    return model
 
 
 def scenario_names() -> list[str]:

@@ -1,16 +1,14 @@
-"""Storage telemetry: what each collection round saw (volumes, active brokers, failures).
+"""Storage telemetry: what each collection round saw (volumes, partition replicas, active brokers,
+failures).
 
-Disk usage of a volume = its base usage + for each retention class the bytes retained at the start,
-plus the bytes written since (its topics' rates x the share of their replicas the volume holds,
-i.e. bytes-in x replication factor), minus retention deletes. Kafka deletes whole segments at its
-retention checks (every 5 minutes): at a check at time t it has deleted every whole segment of
-what was written before t - retention. Before the start, writing is taken to have run at the mean
-rate, so a cluster starts in its steady state.
+Disk usage is modelled per partition replica (`retention.ReplicaSizes`): each replica holds what
+was written to it (its topic's rate x its partition's share of the topic) minus what retention
+deleted, in whole segments at Kafka's retention checks. A volume's used bytes are its non-Kafka
+usage (a constant) plus the sizes of its replicas, so `partition_sizes` rows (DescribeLogDirs per
+partition, every `partition_interval_ms`) sum exactly to what `volumes` reports, less that constant.
 
-Generation runs over chunks of rounds; the only state carried between chunks is the cumulative
-bytes written per (retention class, volume) and those cumulative bytes at the past retention
-checks that are still within the longest retention (bounded, whatever the run length). Every
-cumulative quantity is an integer, so the output does not depend on the chunk size.
+Generation runs over chunks of rounds; everything carried between chunks is an integer, so the
+output does not depend on the chunk size.
 """
 
 from __future__ import annotations
@@ -23,110 +21,41 @@ import pyarrow as pa
 from quotaplane.sim.kinds import strings, table
 from quotaplane.sim.model import ERROR_REASONS, HOUR_MS, ClusterModel
 from quotaplane.sim.rates import RateModel
+from quotaplane.sim.retention import ReplicaSizes
 from quotaplane.sim.rng import Fields
 
 
-class _Retention:
-    """Retention classes: topics grouped by retention time (0 = never deleted by time)."""
-
-    def __init__(self, model: ClusterModel, expected_burst: np.ndarray) -> None:
-        t = model.topics
-        check = model.retention_check_ms
-        self.values = np.array(sorted({int(r) for r in t.retention_ms if r > 0}), dtype=np.int64)
-        self.ticks = np.maximum(1, np.rint(self.values / check).astype(np.int64))  # retention in checks
-        self.topic_class = np.full(len(t), -1)
-        for k, value in enumerate(self.values):
-            self.topic_class[t.retention_ms == value] = k
-        existing = t.created_ms <= model.start_ms
-        n_vol = len(model.volumes.log_dir)
-        self.mean_rate = np.zeros((len(self.values), n_vol))  # bytes per ms written before the start
-        self.segment = np.ones((len(self.values), 1), dtype=np.int64)
-        for k in range(len(self.values)):
-            members = (self.topic_class == k)
-            old = members & existing
-            self.mean_rate[k] = (t.base_rate[old] * expected_burst[old] / 1000.0) @ t.placement[old]
-            self.segment[k, 0] = int(np.median(t.segment_bytes[members]))
-        # Bytes retained at the start: what the mean rate wrote during one retention.
-        self.initial = np.floor(self.mean_rate * (self.ticks * check)[:, None]).astype(np.int64)
-
-
 class StorageGenerator:
-    """Chunks of `volumes`, `membership` and `collection_errors` rows, round by round."""
+    """Chunks of `volumes`, `partition_sizes`, `membership` and `collection_errors` rows, round by round.
 
-    def __init__(self, model: ClusterModel, fields: Fields, chunk_rows: int = 500_000) -> None:
+    A chunk holds at most `chunk_rows` rows of any kind (and bounds the per-replica arrays too).
+    """
+
+    def __init__(self, model: ClusterModel, fields: Fields, chunk_rows: int = 500_000,
+                 partitions: bool = True) -> None:
         self.model = model
         self.fields = fields
         self.rates = RateModel(model, fields)
-        self.retention = _Retention(model, self.rates.expected_burst)
+        self.replicas = ReplicaSizes(model, self.rates.expected_burst, fields)
+        self.partitions = partitions  # whether to build `partition_sizes` tables
+        self.every = model.partition_interval_ms // model.interval_ms  # rounds between partition rows
         n_vol = len(model.volumes.log_dir)
-        self.chunk_rounds = max(1, chunk_rows // max(1, n_vol))
+        self.chunk_rounds = max(1, min(chunk_rows // max(1, n_vol),
+                                       chunk_rows * self.every // max(1, len(self.replicas))))
 
     def chunks(self) -> Iterator[dict[str, pa.Table]]:
         m = self.model
-        ret = self.retention
-        n_vol = len(m.volumes.log_dir)
-        written = np.zeros((len(ret.values), n_vol), dtype=np.int64)
-        never_deleted = np.zeros(n_vol, dtype=np.int64)
-        # Cumulative bytes at retention checks: history[j - history_start] is the value at check j.
-        history = np.zeros((0, len(ret.values), n_vol), dtype=np.int64)
-        history_start = 0
         for r0 in range(0, m.rounds, self.chunk_rounds):
-            r1 = min(m.rounds, r0 + self.chunk_rounds)
-            rounds = np.arange(r0, r1, dtype=np.int64)
+            rounds = np.arange(r0, min(m.rounds, r0 + self.chunk_rounds), dtype=np.int64)
             nominal = m.start_ms + rounds * m.interval_ms
-            writes_by_class, writes_never = self._writes(rounds, nominal)
-            cumulative = written[None] + np.cumsum(writes_by_class, axis=0)
-            cumulative_never = never_deleted[None] + np.cumsum(writes_never, axis=0)
-            written, never_deleted = cumulative[-1], cumulative_never[-1]
-            # Record the cumulative bytes at the checks whose last round falls in this chunk.
-            check, interval = m.retention_check_ms, m.interval_ms
-            j_first, j_end = -(-r0 * interval // check), -(-r1 * interval // check)
-            aligned = (np.arange(j_first, j_end) * check) // interval
-            history = np.concatenate([history, cumulative[aligned - r0]])
-            deleted = self._deleted(rounds, history, history_start)
-            keep_from = max(history_start, (r1 * interval) // check - int(ret.ticks.max(initial=0)) - 1)
-            history = history[keep_from - history_start:]
-            history_start = keep_from
-            used = (m.volumes.base_used_bytes[None, :] + cumulative_never
-                    + (ret.initial[None] + cumulative - deleted).sum(axis=1))
+            writes = self.replicas.writes(rounds, self.rates.topic_rates(nominal, rounds))
+            sizes = self.replicas.step(rounds, writes)
+            used = m.volumes.base_used_bytes[None, :] + self.replicas.per_volume(sizes)
             available = np.clip(m.volumes.total_bytes[None, :] - used, 0, m.volumes.total_bytes[None, :])
-            yield self._tables(rounds, nominal, available)
+            yield self._tables(rounds, nominal, available, sizes)
 
-    def _writes(self, rounds: np.ndarray, nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Bytes written to each volume during each round's interval, by retention class."""
-        m, ret = self.model, self.retention
-        rates = self.rates.topic_rates(nominal, rounds)  # (n, topics) bytes/s
-        seconds = m.interval_ms / 1000.0
-        first = rounds == 0  # the start is the state before any round's writes
-        by_class = np.zeros((len(rounds), len(ret.values), len(m.volumes.log_dir)), dtype=np.int64)
-        for k in range(len(ret.values)):
-            members = ret.topic_class == k
-            by_class[:, k, :] = np.floor(rates[:, members] @ m.topics.placement[members] * seconds)
-        never = ret.topic_class < 0
-        never_deleted = np.floor(rates[:, never] @ m.topics.placement[never] * seconds).astype(np.int64)
-        by_class[first] = 0
-        never_deleted[first] = 0
-        return by_class, never_deleted
-
-    def _deleted(self, rounds: np.ndarray, history: np.ndarray, history_start: int) -> np.ndarray:
-        """(n, classes, volumes): bytes deleted by retention up to each round (whole segments)."""
-        m, ret = self.model, self.retention
-        check = m.retention_check_ms
-        last_check = (rounds * m.interval_ms) // check  # the latest check at or before each round
-        deleted = np.zeros((len(rounds), len(ret.values), len(m.volumes.log_dir)), dtype=np.int64)
-        for k in range(len(ret.values)):
-            past = last_check - ret.ticks[k]  # the check one retention earlier
-            before_start = past < 0
-            # Before the start the mean rate applied: cumulative bytes are negative there.
-            extrapolated = np.floor(ret.mean_rate[k][None, :] * (past[:, None] * check)).astype(np.int64)
-            recorded = history[np.clip(past - history_start, 0, max(0, len(history) - 1)), k] \
-                if len(history) else np.zeros_like(extrapolated)
-            at_past = np.where(before_start[:, None], extrapolated, recorded)
-            expired = np.maximum(0, ret.initial[k][None, :] + at_past)
-            deleted[:, k, :] = (expired // ret.segment[k]) * ret.segment[k]
-        return deleted
-
-    def _tables(self, rounds: np.ndarray, nominal: np.ndarray, available: np.ndarray) -> dict[str, pa.Table]:
+    def _tables(self, rounds: np.ndarray, nominal: np.ndarray, available: np.ndarray,
+                sizes: np.ndarray) -> dict[str, pa.Table]:
         m, f = self.model, self.fields
         n_b = len(m.brokers.ids)
         ts = nominal + np.floor(f.uniform("jitter", rounds) * min(m.jitter_ms, m.interval_ms // 10)) \
@@ -167,7 +96,34 @@ class StorageGenerator:
             "cluster": strings([m.cluster], np.zeros(len(ei), dtype=np.int32)),
             "poll_id": pa.array(rounds[ei]),
         })
-        return {"volumes": volumes, "membership": membership, "collection_errors": errors}
+        out = {"volumes": volumes, "membership": membership, "collection_errors": errors}
+        if self.partitions:
+            with_space = observed & (available > 0)
+            out["partition_sizes"] = self._partition_table(rounds, nominal, ts, with_space, sizes)
+        return out
+
+    def _partition_table(self, rounds: np.ndarray, nominal: np.ndarray, ts: np.ndarray,
+                         observed: np.ndarray, sizes: np.ndarray) -> pa.Table:
+        """One row per replica on each observed volume with space left, at partition rounds.
+
+        A full volume's log dir is offline (Kafka fails it), so DescribeLogDirs lists no partitions
+        for it; replicas of topics not created yet are not listed either.
+        """
+        m, rep = self.model, self.replicas
+        at = np.flatnonzero(rounds % self.every == 0)
+        listed = observed[at][:, rep.volume] & (nominal[at, None] >= m.topics.created_ms[rep.topic][None, :])
+        ri, pi = np.nonzero(listed)
+        v = m.volumes
+        return table("partition_sizes", {
+            "ts": pa.array(ts[at][ri]),
+            "cluster": strings([m.cluster], np.zeros(len(ri), dtype=np.int32)),
+            "broker_id": pa.array(m.brokers.ids[v.broker[rep.volume[pi]]]),
+            "log_dir": strings(v.log_dir, rep.volume[pi]),
+            "topic": strings(m.topics.names, rep.topic[pi]),
+            "partition": pa.array(rep.partition[pi]),
+            "size_bytes": pa.array(sizes[at][ri, pi]),
+            "is_leader": pa.array(rep.leader[pi]),
+        })
 
     def _absent(self, rounds: np.ndarray, nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(n, brokers): absent from the active set; listed although its log dirs are missing."""
