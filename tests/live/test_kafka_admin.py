@@ -23,9 +23,10 @@ import pytest
 
 from quotaplane.core.errors import ConfigError, ConfigErrors
 from quotaplane.core.properties import load_properties
-from quotaplane.live.admin import AdminError, LogDir, QuotaAlteration
+from quotaplane.live.admin import AdminError, LogDir, QuotaAlteration, Replica
 from quotaplane.live.kafka_admin import KafkaClusterAdmin, client_options
-from tests.support.kafka_broker import GIB, FakeLogDir, KafkaTestCluster, running_cluster
+from quotaplane.live.log_dirs import broker_log_dirs
+from tests.support.kafka_broker import GIB, FakeLogDir, FakePartition, KafkaTestCluster, running_cluster
 
 REAL_BOOTSTRAP = os.environ.get("QUOTAPLANE_KAFKA_BOOTSTRAP")
 REAL_COMMAND_CONFIG = os.environ.get("QUOTAPLANE_KAFKA_COMMAND_CONFIG")
@@ -101,7 +102,7 @@ def test_log_dirs_report_the_volume_of_every_log_dir(target: Target, admin: Kafk
         assert [d for d in dirs if d.broker_id == 2] == [LogDir(2, "/data/a", 500 * GIB, 20 * GIB, None),
                                                          LogDir(2, "/data/b", 200 * GIB, 199 * GIB, None)]
         assert len(dirs) == 6
-        # KIP-827 sizes need v4; the request names no topic, so no partition is listed.
+        # KIP-827 sizes need v4; these log dirs hold no partition.
         assert {v for _, v in target.fake.requests_for("DescribeLogDirs")} == {4}
 
 
@@ -222,6 +223,45 @@ def test_an_error_code_of_one_log_dir(target: Target, admin: KafkaClusterAdmin) 
         1, broken, None, None, "KAFKA_STORAGE_ERROR: Disk error when trying to access log file on the disk.")
     assert [(d.log_dir, (d.error or "").split(":")[0]) for d in dirs if d.broker_id == 3] == [
         ("", "CLUSTER_AUTHORIZATION_FAILED")]
+
+
+def test_log_dirs_report_the_size_of_every_partition_replica(target: Target,
+                                                             admin: KafkaClusterAdmin) -> None:
+    if target.fake is None:  # any cluster: every replica has a topic, a partition and a size
+        replicas = [r for d in admin.log_dirs(admin.active_brokers()) for r in d.replicas]
+        assert all(r.topic and r.partition >= 0 and r.size_bytes >= 0 for r in replicas)
+        return
+    with target.fake.lock:
+        target.fake.broker(2).log_dirs = [
+            FakeLogDir("/data/a", 500 * GIB, 20 * GIB, partitions=[
+                FakePartition("orders", 1, 7 * GIB), FakePartition("orders", 0, 1 << 40),
+                FakePartition("clicks", 2, 0), FakePartition("orders", 3, -1)]),
+            FakeLogDir("/data/b", 200 * GIB, 199 * GIB, partitions=[  # a move in progress
+                FakePartition("orders", 1, 3 * GIB, future=True), FakePartition("audit", 0, 12)])]
+    dirs = admin.log_dirs([2])
+    assert dirs == [  # the future replica is left out; a bad size is passed on (the collector drops it)
+        LogDir(2, "/data/a", 500 * GIB, 20 * GIB, None, (
+            Replica("clicks", 2, 0), Replica("orders", 0, 1 << 40), Replica("orders", 1, 7 * GIB),
+            Replica("orders", 3, -1))),
+        LogDir(2, "/data/b", 200 * GIB, 199 * GIB, None, (Replica("audit", 0, 12),))]
+    assert all(r.is_leader is None for d in dirs for r in d.replicas)  # no topic metadata is fetched
+    assert target.fake.requests_for("DescribeLogDirs") == [(2, 4)]
+
+
+def test_the_leader_flag_comes_from_the_cached_metadata() -> None:
+    from kafka.protocol.admin import DescribeLogDirsResponse
+
+    result = DescribeLogDirsResponse.DescribeLogDirsResult
+    topic = result.DescribeLogDirsTopic
+    part = topic.DescribeLogDirsPartition
+    partitions = [part(partition_index=i, partition_size=i, offset_lag=0, is_future_key=False)
+                  for i in range(4)]
+    response = DescribeLogDirsResponse(version=4, throttle_time_ms=0, error_code=0, results=[result(
+        error_code=0, log_dir="/d", total_bytes=10, usable_bytes=5,
+        topics=[topic(name="t", partitions=partitions)])])
+    leaders = {0: 7, 1: 8, 2: -1}  # 3: unknown; -1: no leader now
+    (d,) = broker_log_dirs(7, response, lambda t, p: leaders.get(p))
+    assert [r.is_leader for r in d.replicas] == [True, False, None, None]
 
 
 def test_a_broker_missing_from_the_answers(target: Target, admin: KafkaClusterAdmin) -> None:

@@ -5,11 +5,13 @@ against this one. Requests are decoded and responses encoded with kafka-python's
 (`kafka.protocol`), so the bytes are the library's; the behaviour follows Kafka's request handlers:
 
 - ApiVersions, Metadata (brokers only), DescribeCluster (KIP-700), DescribeLogDirs v1-v4 (v4 with
-  KIP-827 total and usable bytes; an empty topic list returns the log dirs without partitions; an
-  offline dir has its error code and no sizes), DescribeClientQuotas and AlterClientQuotas (KIP-546,
-  with `ClientQuotaControlManager`'s validation: known entity types and keys, whole numbers for the
-  byte rates), SaslHandshake + SaslAuthenticate for PLAIN when `sasl_users` is given. Any other API
-  closes the connection, as a broker does with a request it cannot parse.
+  KIP-827 total and usable bytes; a null topic list returns every partition replica of each log dir
+  with its `partitionSize` and `isFutureKey`, a list only those named, an empty list none; an
+  offline dir has its error code, no sizes and no partitions), DescribeClientQuotas and
+  AlterClientQuotas (KIP-546, with `ClientQuotaControlManager`'s validation: known entity types and
+  keys, whole numbers for the byte rates), SaslHandshake + SaslAuthenticate for PLAIN when
+  `sasl_users` is given. Any other API closes the connection, as a broker does with a request it
+  cannot parse.
 - Every broker id has its own TCP listener on 127.0.0.1 (port 0); ONE thread serves them all (a
   selector loop), so a cluster costs one thread whatever it does, and `stop()` joins it.
 - The state is scriptable while it runs (under `lock`): brokers, their log dirs, the quotas (the
@@ -79,13 +81,27 @@ QUOTA_KEYS["client-id"] = QUOTA_KEYS["user"]
 
 
 @dataclass
+class FakePartition:
+    """One partition replica in a log dir: its size (any int64, also a bad negative one) and whether
+    it is the future replica of an AlterReplicaLogDirs move."""
+
+    topic: str
+    partition: int
+    size_bytes: int
+    future: bool = False
+    offset_lag: int = 0
+
+
+@dataclass
 class FakeLogDir:
-    """One log dir: its volume's sizes (None: not reported, -1 on the wire) and its error code."""
+    """One log dir: its volume's sizes (None: not reported, -1 on the wire), its error code and the
+    partition replicas in it."""
 
     path: str
     total_bytes: int | None = 100 * GIB
     usable_bytes: int | None = 60 * GIB
     error_code: int = 0
+    partitions: list[FakePartition] = field(default_factory=list)
 
 
 @dataclass
@@ -381,7 +397,8 @@ class KafkaTestCluster:
     def _describe_log_dirs(self, conn: _Conn, broker: FakeBroker, request: Any, version: int) -> Any:
         result = DescribeLogDirsResponse.DescribeLogDirsResult
         results = [] if broker.log_dirs_error and version >= 3 else [result(
-            error_code=d.error_code, log_dir=d.path, topics=[],
+            error_code=d.error_code, log_dir=d.path,
+            topics=[] if d.error_code else _log_dir_topics(d.partitions, request.topics),
             total_bytes=-1 if d.error_code or d.total_bytes is None else d.total_bytes,
             usable_bytes=-1 if d.error_code or d.usable_bytes is None else d.usable_bytes)
             for d in broker.log_dirs]
@@ -471,6 +488,21 @@ def _api_versions(supported: Mapping[str, tuple[int, int]], version: int, error:
     keys = [ApiVersionsResponse.ApiVersion(api_key=_REQUESTS_BY_NAME[n].API_KEY, min_version=low,
                                            max_version=high) for n, (low, high) in supported.items()]
     return ApiVersionsResponse(version=version, error_code=error, api_keys=keys, throttle_time_ms=0)
+
+
+def _log_dir_topics(partitions: list[FakePartition], wanted: list[Any] | None) -> list[Any]:
+    """The topics of a log dir in a DescribeLogDirs answer: all (`wanted` null) or those asked for
+    (Kafka `ReplicaManager.describeLogDirs`)."""
+    topic_cls = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
+    partition_cls = topic_cls.DescribeLogDirsPartition
+    asked = None if wanted is None else {(t.topic, p) for t in wanted for p in t.partitions}
+    by_topic: dict[str, list[Any]] = {}
+    for p in partitions:
+        if asked is None or (p.topic, p.partition) in asked:
+            by_topic.setdefault(p.topic, []).append(partition_cls(
+                partition_index=p.partition, partition_size=p.size_bytes, offset_lag=p.offset_lag,
+                is_future_key=p.future))
+    return [topic_cls(name=name, partitions=found) for name, found in by_topic.items()]
 
 
 def _matches(entity: frozenset[tuple[str, str | None]], components: list[Any], strict: bool) -> bool:

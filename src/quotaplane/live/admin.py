@@ -6,7 +6,8 @@ over a Kafka client library, and tests implement it in memory. The calls and the
 - `active_brokers`: DescribeCluster (KIP-700), the brokers that are registered and not fenced;
 - `log_dirs`: DescribeLogDirs v4+ of each broker (KIP-827 total and usable bytes of the volume that
   holds each log dir), the cluster volume source of spec: strimzi-cluster-wide-volume-quotas
-  "Cluster Volume Source";
+  "Cluster Volume Source", with the size of every partition replica on each log dir (`partitionSize`,
+  the forecast's `partition_sizes` input);
 - `client_quotas` / `alter_client_quotas`: DescribeClientQuotas / AlterClientQuotas (KIP-546), the
   broker's own client quotas (Kafka `ClientQuotaManager`), through which the service enforces.
 
@@ -33,6 +34,18 @@ QuotaEntity = tuple[str | None, str | None]
 
 
 @dataclass(frozen=True)
+class Replica:
+    """One partition replica on a log dir (DescribeLogDirs `partitionSize`), as the broker reported
+    it (a negative size is passed on: the collector leaves it out). `is_leader` is None when the
+    client does not know the partition's leader."""
+
+    topic: str
+    partition: int
+    size_bytes: int
+    is_leader: bool | None = None
+
+
+@dataclass(frozen=True)
 class LogDir:
     """One log dir of one broker as DescribeLogDirs v4 reported it (KIP-827).
 
@@ -40,7 +53,9 @@ class LogDir:
     them. `error` is `None` for a healthy log dir, else `"<CODE>: <message>"`: the log dir's error
     code (e.g. `KAFKA_STORAGE_ERROR` for an offline dir), or, with `log_dir == ""`, a failure of the
     whole broker (`TIMEOUT`, `BROKER_NOT_AVAILABLE`, `NO_LOG_DIRS`, ...), so that every requested
-    broker appears in the answer at least once.
+    broker appears in the answer at least once. `replicas` are the partition replicas in the log dir
+    (the future replica of an AlterReplicaLogDirs move, `isFutureKey`, is left out: the current
+    replica is still reported where it is, and counting both would count the partition twice).
     """
 
     broker_id: int
@@ -48,6 +63,7 @@ class LogDir:
     total_bytes: int | None
     usable_bytes: int | None
     error: str | None
+    replicas: tuple[Replica, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "serve", help="the live control loop: collect, decide, enforce through client quotas, /metrics",
         description="Every round: DescribeCluster and DescribeLogDirs (v4) of a running Kafka cluster "
         "(or the next round of recorded telemetry with --replay), the storage throttle factor from the "
-        "reference engine, AlterClientQuotas to scale the produce quotas, /metrics, /healthz and /decision.")
+        "reference engine, AlterClientQuotas to scale the produce quotas, the volumes' time-to-limit "
+        "forecast, /metrics, /healthz, /decision and /forecast.")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="the Kafka cluster to protect")
     source.add_argument("--replay", type=Path, metavar="TELEMETRY_DIR",
@@ -50,6 +51,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metrics-port", type=int, default=9464, help="HTTP port (default 9464; 0: any free)")
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="Admin API request timeout (default 10)")
+    p.add_argument("--forecast-window", default="6h", metavar="DURATION",
+                   help="the forecast fits the volume and partition observations of this last span, kept "
+                   "in memory (90s, 30m, 6h, 7d or PT6H; default 6h)")
+    p.add_argument("--forecast-horizon", default="7d", metavar="DURATION",
+                   help="a limit reached later than this is not approached (+Inf; default 7d)")
     p.set_defaults(func=run_serve)
 
 
@@ -80,11 +86,13 @@ def run_serve(args: argparse.Namespace) -> int:
     from prometheus_client import CollectorRegistry
 
     from quotaplane.core.properties import load_properties
+    from quotaplane.forecast.config import ForecastSettings, parse_duration_ms
     from quotaplane.live.collect import KafkaCollector
+    from quotaplane.live.forecast import ForecastWindow
     from quotaplane.live.http import Endpoints
     from quotaplane.live.landing import Landing
     from quotaplane.live.metrics import LiveMetrics, LiveStatus
-    from quotaplane.live.replay import InMemoryQuotas, replay_rounds
+    from quotaplane.live.replay import InMemoryQuotas, read_recorded
     from quotaplane.live.service import Options, Service, kafka_source, replay_source
     from quotaplane.live.state import StateFile
     from quotaplane.storage.config import load_storage_config
@@ -105,6 +113,8 @@ def run_serve(args: argparse.Namespace) -> int:
         raise ConfigError("--interval", interval,
                           "needed: the config's check interval is 0 (polling disabled)")
     speed = _speed(args.speed) if args.replay is not None else None
+    settings = ForecastSettings(parse_duration_ms("--forecast-window", args.forecast_window),
+                                parse_duration_ms("--forecast-horizon", args.forecast_horizon))
     base_quotas = _quota_entities(args.client_quotas) if args.client_quotas else None
     properties = load_properties(args.command_config) if args.command_config else {}
     state = StateFile(args.state) if args.state else None
@@ -114,7 +124,9 @@ def run_serve(args: argparse.Namespace) -> int:
     landing = Landing(args.landing) if args.landing else None
     if landing is not None:
         landing.check_writable()
-    rounds = replay_rounds(args.replay, config) if args.replay is not None else None
+    recorded = read_recorded(args.replay, config) if args.replay is not None else None
+    rounds = recorded.rounds if recorded is not None else None
+    window = ForecastWindow(config, settings)
 
     status = LiveStatus(config, args.cluster)
     registry = CollectorRegistry()
@@ -124,18 +136,25 @@ def run_serve(args: argparse.Namespace) -> int:
     admin: ClusterAdmin | None = None
     try:
         done = state.load().rounds if state is not None else 0
-        if rounds is not None:
+        if recorded is not None and rounds is not None:
             quotas: ClusterAdmin = InMemoryQuotas(base_quotas)  # type: ignore[assignment]
-            source, gap_of = replay_source(rounds[done:])  # a restarted replay resumes after its last round
+            # a restarted replay resumes after its last round, its forecast window refilled up to it
+            after = rounds[min(done, len(rounds)) - 1].ts if done and rounds else None
+            if after is not None:
+                window.add([v for v in recorded.volumes if v.ts_ms <= after],
+                           [r for r in recorded.replicas if r.ts_ms <= after])
+            source, gap_of = replay_source(rounds[done:], recorded.volumes, recorded.replicas, after)
             gap = (lambda: None) if speed is None else (lambda: (gap_of() or 0.0) / speed)
         else:
             from quotaplane.live.kafka_admin import KafkaClusterAdmin
 
+            if landing is not None:  # a restart goes on with the window it had (landed rounds)
+                window.warm(landing.root)
             admin = KafkaClusterAdmin(args.bootstrap_servers, properties, args.timeout)
             quotas = admin
             source, gap = kafka_source(KafkaCollector(admin, args.cluster, config)), None
         service = Service(config, source, quotas, status, Options(interval, args.rounds, args.dry_run),
-                          state, landing)
+                          state, landing, forecast=window)
         service.lock = http.lock
         if base_quotas is not None and rounds is None:
             service.state.bases.base.update(

@@ -7,11 +7,21 @@ reported with an error is left out; an active broker with no usable log dir is a
 while it is the throttling broker (a full broker restarting) keeps its last observation for the
 validity duration (the strimzi dialect's `throttle.factor.validity.duration`, else 5 minutes) instead
 of releasing the throttle at once: the shipped plugin forgets it (strimzi/kafka-quotas-plugin).
+
+The same DescribeLogDirs answers give the forecast's `partition_sizes` rows (`replicas`: every
+replica of a healthy log dir of an active broker, at the round's time). A replica that breaks a row
+rule of that schema (a negative size, a negative partition, an empty topic) is left out and counted
+by rule in `dropped` (the round goes on), as the batch readers would reject the row.
 """
 
 from __future__ import annotations
 
-from quotaplane.live.admin import AdminError, ClusterAdmin
+from collections import Counter
+from typing import Any
+
+from quotaplane.forecast.engine.replicas import ReplicaPoint
+from quotaplane.forecast.records import PARTITION_SIZES
+from quotaplane.live.admin import AdminError, ClusterAdmin, LogDir
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.engine.rounds import Round
 from quotaplane.storage.engine.volume import Volume
@@ -25,8 +35,28 @@ class KafkaCollector:
         self.cluster = cluster
         self.hold_ms = config.validity_ns // 1_000_000 if config.validity_ns else DEFAULT_HOLD_MS
         self.last_seen: dict[int, tuple[int, tuple[Volume, ...]]] = {}
+        self.replicas: list[ReplicaPoint] = []  # the last round's partition_sizes rows
+        self.dropped: Counter[str] = Counter()  # the last round's replicas left out, by rule
+
+    def _replicas(self, dirs: list[LogDir], active: set[int], now_ms: int) -> None:
+        self.replicas, self.dropped = [], Counter()
+        for d in dirs:
+            if d.error is not None or d.broker_id not in active:
+                continue
+            for r in d.replicas:
+                row: dict[str, Any] = {"ts": now_ms, "cluster": self.cluster, "broker_id": d.broker_id,
+                                       "log_dir": d.log_dir, "topic": r.topic, "partition": r.partition,
+                                       "size_bytes": r.size_bytes, "is_leader": r.is_leader}
+                broken = next((rule.reason for rule in PARTITION_SIZES.rules if rule.check(row)), None)
+                if broken is not None:
+                    self.dropped[broken] += 1
+                else:
+                    self.replicas.append(ReplicaPoint(now_ms, self.cluster, d.broker_id, d.log_dir, r.topic,
+                                                      r.partition, r.size_bytes, r.is_leader))
 
     def collect(self, poll_id: int, now_ms: int, throttling_broker: int | None) -> Round:
+        self.replicas, self.dropped = [], Counter()
+
         def failed(reason: str) -> Round:
             return Round(self.cluster, poll_id, None, now_ms, (), None, reason)
 
@@ -38,6 +68,7 @@ class KafkaCollector:
             dirs = self.admin.log_dirs(active)
         except AdminError as exc:
             return failed(exc.reason)
+        self._replicas(dirs, set(active), now_ms)
         by_broker: dict[int, list[Volume]] = {}
         for d in dirs:
             if d.error is None and d.total_bytes is not None and d.usable_bytes is not None:

@@ -1,7 +1,10 @@
-"""The service's HTTP endpoints: `/metrics` (Prometheus text), `/healthz`, `/decision` (JSON).
+"""The service's HTTP endpoints: `/metrics` (Prometheus text), `/healthz`, `/decision` and
+`/forecast` (JSON).
 
 `/healthz` is 200 while the last round is younger than three intervals (or no round is due yet),
-503 otherwise; `/decision` is the last decision row (the columns of the `storage_decisions` table).
+503 otherwise; `/decision` is the last decision row (the columns of the `storage_decisions` table);
+`/forecast` the last round's volume forecasts, a JSON list of `VolumeForecast.as_dict()` (the lines
+`quotaplane forecast` prints), `[]` before the first round.
 """
 
 from __future__ import annotations
@@ -70,4 +73,8 @@ class Endpoints:
             with self.lock:
                 row = self.status.decision_row
             return 200, "application/json", (json.dumps(row, sort_keys=True) + "\n").encode()
-        return 404, "text/plain; charset=utf-8", b"not found: /metrics, /healthz, /decision\n"
+        if path == "/forecast":
+            with self.lock:
+                rows = [f.as_dict() for f in self.status.forecasts]
+            return 200, "application/json", (json.dumps(rows, sort_keys=True) + "\n").encode()
+        return 404, "text/plain; charset=utf-8", b"not found: /metrics, /healthz, /decision, /forecast\n"

@@ -6,9 +6,9 @@ admin client and the DescribeClientQuotas / AlterClientQuotas (KIP-546) messages
 are sent through the admin client's connection manager (as its own admin methods do), each bounded
 by `timeout_s`:
 
-- DescribeLogDirs goes to every broker at once (empty topic list: only the log dirs and their volume
-  sizes, not every partition) and needs v4 (Kafka 3.3+); one broker's failure is that broker's
-  `LogDir.error`, never an exception;
+- DescribeLogDirs goes to every broker at once (null topic list: every log dir with its volume sizes
+  and the size of every partition replica in it, `quotaplane.live.log_dirs`) and needs v4 (Kafka
+  3.3+); one broker's failure is that broker's `LogDir.error`, never an exception;
 - a cluster-wide request (DescribeCluster, DescribeClientQuotas, AlterClientQuotas) that gets no
   answer from one broker is sent to a second one (so it takes at most 2 x `timeout_s`), preferring
   brokers that have not just timed out: one stuck broker does not fail a round;
@@ -41,9 +41,13 @@ from kafka.protocol.admin import (
     DescribeClusterRequest,
     DescribeLogDirsRequest,
 )
+from kafka.structs import TopicPartition
 
 from quotaplane.core.errors import ConfigError, ConfigErrors
 from quotaplane.live.admin import DEFAULT_ENTITY, AdminError, LogDir, QuotaAlteration, QuotaEntity
+from quotaplane.live.log_dirs import broker_failure as _broker_failure
+from quotaplane.live.log_dirs import broker_log_dirs
+from quotaplane.live.log_dirs import error_text as _error_text
 
 T = TypeVar("T")
 USER, CLIENT_ID = "user", "client-id"
@@ -213,12 +217,6 @@ def check_bootstrap(servers: str) -> list[tuple[str, int]]:
     return pairs
 
 
-def _error_text(code: int, message: str | None = None) -> str:
-    error = kerrors.for_code(code)
-    name = error.message if error.errno == code else f"ERROR_{code}"
-    return f"{name}: {message or error.description}"
-
-
 def _failure_text(exc: BaseException) -> tuple[str, str]:
     """(reason, message) for an exception of the client library."""
     if isinstance(exc, _TIMEOUTS):
@@ -257,26 +255,6 @@ def _entity(components: Sequence[Any]) -> QuotaEntity | None:
             return None
         names[c.entity_type] = DEFAULT_ENTITY if c.entity_name is None else c.entity_name
     return (names.get(USER), names.get(CLIENT_ID)) if names else None
-
-
-def _broker_failure(broker: int, code: str, message: str) -> LogDir:
-    return LogDir(broker, "", None, None, f"{code}: broker {broker}: {message}")
-
-
-def _broker_log_dirs(broker: int, response: Any) -> list[LogDir]:
-    """The log dirs of one DescribeLogDirs answer (sizes of -1, "unknown", are None)."""
-    if getattr(response, "error_code", 0):  # v3+: an error for the whole request
-        return [_broker_failure(broker, *_error_text(response.error_code).split(": ", 1))]
-    if not response.results:
-        return [_broker_failure(broker, "NO_LOG_DIRS", "DescribeLogDirs listed no log dir")]
-    out = []
-    for r in response.results:
-        if r.error_code:
-            out.append(LogDir(broker, r.log_dir, None, None, _error_text(r.error_code)))
-        else:
-            out.append(LogDir(broker, r.log_dir, r.total_bytes if r.total_bytes >= 0 else None,
-                              r.usable_bytes if r.usable_bytes >= 0 else None, None))
-    return out
 
 
 def _quiet_library_logging() -> None:
@@ -391,7 +369,7 @@ class KafkaClusterAdmin:
                 await self._manager.wait_for(refresh, self._timeout_ms / 2)
         deadline = time.monotonic() + self.timeout_s
         pending = {broker: self._manager.call_soon(
-            self._send, DescribeLogDirsRequest(topics=[], min_version=LOG_DIRS_MIN_VERSION), broker)
+            self._send, DescribeLogDirsRequest(topics=None, min_version=LOG_DIRS_MIN_VERSION), broker)
             for broker in broker_ids}
         out: list[LogDir] = []
         for broker, future in pending.items():
@@ -404,8 +382,14 @@ class KafkaClusterAdmin:
             except Exception as exc:
                 out.append(_broker_failure(broker, *_failure_text(exc)))
             else:
-                out.extend(_broker_log_dirs(broker, response))
+                out.extend(broker_log_dirs(broker, response, self._leader_of))
         return out
+
+    def _leader_of(self, topic: str, partition: int) -> int | None:
+        """The leader in the client's cached metadata (None: not tracked, as the admin client
+        tracks no topics unless asked)."""
+        leader = self._manager.cluster.leader_for_partition(TopicPartition(topic, partition))
+        return None if leader is None else int(leader)
 
     def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
         async def call() -> dict[QuotaEntity, dict[str, float]]:

@@ -1,10 +1,11 @@
 """Each round's telemetry landed for the batch pipeline and the streaming mode.
 
-Every round writes one JSON Lines file per input (`volumes/`, `membership/`, `collection_errors/`)
-in the telemetry schemas of docs/telemetry.md, and the round's decision rows to
-`storage_decisions/`, each under a temporary name (`.round-*.tmp`, which Spark's file listing skips)
-then renamed: a reader sees a round whole or not at all, and `quotaplane run` or `quotaplane stream`
-over the landing directory sees exactly what the service saw.
+Every round writes one JSON Lines file per input (`volumes/`, `membership/`, `collection_errors/`,
+and the forecast's `partition_sizes/`, its fields in the schema's order) in the telemetry schemas of
+docs/telemetry.md, and the round's decision rows to `storage_decisions/`, each under a temporary
+name (`.round-*.tmp`, which Spark's file listing skips) then renamed: a reader sees a round whole or
+not at all, and `quotaplane run`, `quotaplane stream` or `quotaplane forecast` over the landing
+directory sees exactly what the service saw.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from quotaplane.forecast.engine.replicas import ReplicaPoint
 from quotaplane.storage.engine.rounds import Round
+
+
+def partition_row(r: ReplicaPoint) -> dict[str, Any]:
+    """A `partition_sizes` row, its fields in the schema's order."""
+    return {"ts": r.ts_ms, "cluster": r.cluster, "broker_id": r.broker_id, "log_dir": r.log_dir,
+            "topic": r.topic, "partition": r.partition, "size_bytes": r.size_bytes, "is_leader": r.is_leader}
 
 
 class Landing:
@@ -32,7 +40,7 @@ class Landing:
         if not os.access(self.root, os.W_OK):
             raise ConfigError("--landing", str(self.root), "is not writable")
 
-    def _write(self, kind: str, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+    def _write(self, kind: str, name: str, rows: Sequence[Mapping[str, Any]], sort_keys: bool = True) -> None:
         if not rows:
             return
         folder = self.root / kind
@@ -40,11 +48,13 @@ class Landing:
         tmp = folder / f".{name}.tmp"
         with tmp.open("w", encoding="utf-8") as out:
             for row in rows:
-                out.write(json.dumps(row, sort_keys=True) + "\n")
+                out.write(json.dumps(row, sort_keys=sort_keys) + "\n")
         os.replace(tmp, folder / name)
 
-    def land(self, number: int, rd: Round, decisions: Sequence[Mapping[str, Any]]) -> None:
-        """Round `number` as the telemetry inputs and its decision rows."""
+    def land(self, number: int, rd: Round, decisions: Sequence[Mapping[str, Any]],
+             replicas: Sequence[ReplicaPoint] = ()) -> None:
+        """Round `number` as the telemetry inputs (with the partition replica sizes it observed)
+        and its decision rows."""
         name = f"round-{number:010d}.jsonl"
         base = {"ts": rd.ts, "cluster": rd.cluster, "poll_id": rd.poll_id}
         self._write("volumes", name, [
@@ -54,4 +64,5 @@ class Landing:
             self._write("membership", name, [{**base, "broker_id": b} for b in sorted(rd.members)])
         if rd.error is not None:
             self._write("collection_errors", name, [{**base, "reason": rd.error}])
+        self._write("partition_sizes", name, [partition_row(r) for r in replicas], sort_keys=False)
         self._write("storage_decisions", name, list(decisions))

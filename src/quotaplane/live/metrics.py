@@ -2,7 +2,9 @@
 the fallbacks counted over every round, `config="live"`), and the service's own: the last round's
 Unix time and duration, rounds evaluated, failed collection rounds by reason, client quota
 alterations by result (`applied`, `failed`, `dry_run`), and the produce quota every managed entity
-has under the current factor. The names and meanings are in docs/metrics.md.
+has under the current factor. The names and meanings are in docs/metrics.md. With them the forecast
+families of the last round's forecast (`ForecastMetrics`, `config="live"`; docs/live.md) and the
+partition replicas left out of collection rounds, by the rule they broke.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from dataclasses import dataclass, field
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from quotaplane.forecast.engine.volumes import VolumeForecast
+from quotaplane.forecast.metrics import ForecastMetrics
 from quotaplane.live.admin import QuotaEntity
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.engine.decisions import Decision
@@ -35,6 +39,8 @@ class LiveStatus:
     collection_errors: Counter[str] = field(default_factory=Counter)
     alterations: Counter[str] = field(default_factory=Counter)
     targets: dict[QuotaEntity, float | None] = field(default_factory=dict)
+    forecasts: list[VolumeForecast] = field(default_factory=list)
+    dropped_replicas: Counter[str] = field(default_factory=Counter)
 
 
 class LiveMetrics(Collector):
@@ -77,3 +83,11 @@ class LiveMetrics(Collector):
             if value is not None:
                 quota.add_metric([user or "", client or ""], value)
         yield quota
+        dropped = CounterMetricFamily("quotaplane_storage_partition_sizes_dropped",
+                                      "Partition replicas left out of collection rounds (a size, "
+                                      "partition or topic the partition_sizes schema rejects), by rule.",
+                                      labels=["reason"])
+        for reason, count in sorted(s.dropped_replicas.items()):
+            dropped.add_metric([reason], count)
+        yield dropped
+        yield from ForecastMetrics(s.forecasts, [], config="live").collect()

@@ -4,73 +4,62 @@ The `volumes`, `membership` and `collection_errors` inputs are read with the ref
 (JSON Lines, CSV or Parquet; the same line and field rules as every reader, docs/telemetry.md),
 grouped into collection rounds exactly as the batch pipeline groups them (`group_rounds`), and given
 to the service one round at a time, in time order, so its decisions equal the batch
-`storage_decisions` round by round.
+`storage_decisions` round by round. The forecast's `partition_sizes` input is read the same way when
+present; each round hands the forecast the `volumes` and `partition_sizes` rows timed after the
+previous round up to its own (rows later than the last round are not replayed), so the replay's
+forecast after a round is the reference forecast over the rows up to it.
 """
 
 from __future__ import annotations
 
-import csv
-from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from quotaplane.core.errors import InputError
-from quotaplane.core.jsonl import read_records
 from quotaplane.core.policy import find_input
-from quotaplane.core.records import RecordSchema
+from quotaplane.core.telemetry_files import read_input
+from quotaplane.forecast.engine.replicas import ReplicaPoint
+from quotaplane.forecast.engine.volumes import VolumePoint
+from quotaplane.forecast.records import PARTITION_SIZES
 from quotaplane.live.admin import QuotaAlteration, QuotaEntity
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.engine.rounds import Round, group_rounds
 from quotaplane.storage.records import COLLECTION_ERRORS, MEMBERSHIP, VOLUMES
 
 
-def _files(path: Path) -> list[Path]:
-    if path.is_file():
-        return [path]
-    return sorted(p for p in path.rglob("*") if p.is_file()
-                  and not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts))
+@dataclass
+class Recorded:
+    """A telemetry directory to replay: its rounds in play order and, in time order, the rows the
+    forecast reads."""
+
+    rounds: list[Round]
+    volumes: list[VolumePoint]
+    replicas: list[ReplicaPoint]
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return round(value.timestamp() * 1000)
-    return value
+def read_recorded(telemetry: Path, config: StorageConfig) -> Recorded:
+    """The rounds and forecast rows of a telemetry directory (`InputError` for a bad record)."""
+    from quotaplane.live.forecast import replica_point, volume_point
 
-
-def read_input(path: Path, schema: RecordSchema) -> Iterator[dict[str, Any]]:
-    """The typed records of one input (a file or a folder of files); the first bad record raises
-    `InputError` naming it."""
-    for file in _files(path):
-        suffix = file.suffix.lower()
-        if suffix in (".jsonl", ".json", ".ndjson"):
-            for _, _, record in read_records(file, schema, str(file)):
-                yield record
-        elif suffix == ".csv":
-            with file.open(newline="", encoding="utf-8") as handle:
-                for number, row in enumerate(csv.DictReader(handle), start=2):
-                    yield schema.coerce_record({k: (v if v != "" else None) for k, v in row.items()},
-                                               f"{file}:{number}")
-        elif suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            for number, row in enumerate(pq.read_table(file).to_pylist(), start=1):
-                yield schema.coerce_record({k: _plain(v) for k, v in row.items()}, f"{file} row {number}")
-
-
-def replay_rounds(telemetry: Path, config: StorageConfig) -> list[Round]:
-    """Every collection round of the telemetry, in the order the service plays them."""
     if not telemetry.is_dir():
         raise InputError(str(telemetry), "--replay", str(telemetry), "is not a directory")
     inputs = {}
-    for schema in (VOLUMES, MEMBERSHIP, COLLECTION_ERRORS):
+    for schema in (VOLUMES, MEMBERSHIP, COLLECTION_ERRORS, PARTITION_SIZES):
         path = find_input(telemetry, schema.name)
         inputs[schema.name] = list(read_input(Path(path), schema)) if path else []
     if not inputs["volumes"] and not inputs["collection_errors"]:
         raise InputError(str(telemetry), "--replay", str(telemetry), "holds no volumes to replay")
     rounds = group_rounds(inputs["volumes"], inputs["membership"], inputs["collection_errors"],
                           config.check_interval_ms)
-    return sorted(rounds, key=lambda rd: (rd.ts, rd.cluster or "", rd.order))
+    return Recorded(sorted(rounds, key=lambda rd: (rd.ts, rd.cluster or "", rd.order)),
+                    sorted((volume_point(r) for r in inputs["volumes"]), key=lambda p: p.ts_ms),
+                    sorted((replica_point(r) for r in inputs["partition_sizes"]), key=lambda p: p.ts_ms))
+
+
+def replay_rounds(telemetry: Path, config: StorageConfig) -> list[Round]:
+    """Every collection round of the telemetry, in the order the service plays them."""
+    return read_recorded(telemetry, config).rounds
 
 
 class InMemoryQuotas:

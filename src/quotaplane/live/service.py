@@ -4,8 +4,9 @@ One round: the next collection round (`KafkaCollector` or the replayed telemetry
 reference engine decides (`RoundEvaluator`, the same code as the batch backtest's oracle); the
 client quotas are brought to the factor (`enforce.plan`: only changed entities are altered; a failed
 alteration is retried next round, since the cluster still differs); the state is saved atomically;
-the round is landed; one structured log line (JSON) is printed. A stop request (SIGTERM/SIGINT)
-ends the loop after the current round, with the state flushed.
+the round is landed; the forecast window takes the round's volumes and partition replica sizes and
+the volumes are forecast (`quotaplane.live.forecast`); one structured log line (JSON) is printed. A
+stop request (SIGTERM/SIGINT) ends the loop after the current round, with the state flushed.
 """
 
 from __future__ import annotations
@@ -14,20 +15,38 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from quotaplane.forecast.engine.replicas import ReplicaPoint
+from quotaplane.forecast.engine.volumes import VolumePoint
 from quotaplane.live import enforce
 from quotaplane.live.admin import AdminError, ClusterAdmin, QuotaAlteration
 from quotaplane.live.collect import KafkaCollector
+from quotaplane.live.forecast import ForecastWindow, round_volumes
 from quotaplane.live.landing import Landing
 from quotaplane.live.metrics import LiveStatus
 from quotaplane.live.state import ServiceState, StateFile
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.engine.rounds import Round, RoundEvaluator
 
-RoundSource = Callable[[int, int, "int | None"], "Round | None"]  # (poll id, now ms, throttling broker)
+
+@dataclass(frozen=True)
+class Collected:
+    """One round from a source with what the forecast takes from it: the partition replica sizes
+    observed, the volume observations (None: the round's own, as landed) and the replicas left out
+    (by rule)."""
+
+    round: Round
+    replicas: tuple[ReplicaPoint, ...] = ()
+    volumes: tuple[VolumePoint, ...] | None = None
+    dropped: Mapping[str, int] = field(default_factory=dict)
+
+
+# (poll id, now ms, throttling broker) -> the next round, None when there is none
+RoundSource = Callable[[int, int, "int | None"], "Round | Collected | None"]
 
 
 @dataclass
@@ -37,14 +56,39 @@ class Options:
     dry_run: bool = False
 
 
-def replay_source(rounds: list[Round]) -> tuple[RoundSource, Callable[[], float | None]]:
-    """A source over recorded rounds, and the event time gap to the next one (seconds)."""
+class _Cursor:
+    """Time-ordered points handed out in time slices: `until(t)` gives those not yet given with a
+    time up to `t` (the first slice starts after `after_ms`)."""
+
+    def __init__(self, points: Sequence[Any], after_ms: int | None) -> None:
+        self.points = points
+        self.at = 0 if after_ms is None else bisect_right([p.ts_ms for p in points], after_ms)
+
+    def until(self, ts_ms: int) -> tuple[Any, ...]:
+        start = self.at
+        while self.at < len(self.points) and self.points[self.at].ts_ms <= ts_ms:
+            self.at += 1
+        return tuple(self.points[start:self.at])
+
+
+def replay_source(rounds: list[Round], volumes: Sequence[VolumePoint] | None = None,
+                  replicas: Sequence[ReplicaPoint] = (), after_ms: int | None = None,
+                  ) -> tuple[RoundSource, Callable[[], float | None]]:
+    """A source over recorded rounds, and the event time gap to the next one (seconds).
+
+    With the recorded `volumes` and `replicas` rows (in time order), each round carries those with a
+    time after the previous round's (after `after_ms` for the first) up to its own."""
     iterator: Iterator[Round] = iter(rounds)
     position = [0]
+    volume_rows = _Cursor(volumes or (), after_ms)
+    replica_rows = _Cursor(replicas, after_ms)
 
-    def next_round(poll_id: int, now_ms: int, throttling: int | None) -> Round | None:
+    def next_round(poll_id: int, now_ms: int, throttling: int | None) -> Collected | None:
         position[0] += 1
-        return next(iterator, None)
+        rd = next(iterator, None)
+        if rd is None:
+            return None
+        return Collected(rd, replica_rows.until(rd.ts), None if volumes is None else volume_rows.until(rd.ts))
 
     def gap() -> float | None:
         i = position[0]
@@ -54,14 +98,17 @@ def replay_source(rounds: list[Round]) -> tuple[RoundSource, Callable[[], float 
 
 
 def kafka_source(collector: KafkaCollector) -> RoundSource:
-    return collector.collect
+    def collect(poll_id: int, now_ms: int, throttling: int | None) -> Collected:
+        rd = collector.collect(poll_id, now_ms, throttling)
+        return Collected(rd, tuple(collector.replicas), None, dict(collector.dropped))
+    return collect
 
 
 class Service:
     def __init__(self, config: StorageConfig, source: RoundSource, quotas: ClusterAdmin, status: LiveStatus,
                  options: Options, state_file: StateFile | None = None, landing: Landing | None = None,
                  log: TextIO | None = None, sleep: Callable[[float], Any] | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, forecast: ForecastWindow | None = None) -> None:
         self.config = config
         self.source = source
         self.quotas = quotas
@@ -75,6 +122,7 @@ class Service:
         self.sleep = sleep if sleep is not None else self.stop.wait
         self.clock = clock
         self.evaluator = RoundEvaluator(config)
+        self.forecast = forecast
         self.lock = threading.Lock()  # the HTTP threads read `status` while a round updates it
 
     def run(self, gap: Callable[[], float | None] | None = None) -> int:
@@ -97,18 +145,25 @@ class Service:
         number = self.state.rounds + 1
         now_ms = int(self.clock() * 1000)
         last = self.status.decision
-        rd = self.source(number, now_ms, last.throttling_broker_id if last is not None else None)
-        if rd is None:
+        got = self.source(number, now_ms, last.throttling_broker_id if last is not None else None)
+        if got is None:
             return False
+        collected = got if isinstance(got, Collected) else Collected(got)
+        rd = collected.round
         decided = self.evaluator.evaluate(rd)
         decision, row = decided[0]
         alterations, failed = self._enforce(decision.throttle_factor)
         if self.landing is not None:  # landed first: a round redone after a crash overwrites its files
-            self.landing.land(number, rd, [r for _, r in decided])
+            self.landing.land(number, rd, [r for _, r in decided], collected.replicas)
         self.state.rounds = number
         self.state.last_decision = row
         if self.state_file is not None:
             self.state_file.save(self.state)
+        forecasts = None
+        if self.forecast is not None:
+            self.forecast.add(collected.volumes if collected.volumes is not None else round_volumes(rd),
+                              collected.replicas)
+            forecasts = self.forecast.forecast()
         with self.lock:
             s = self.status
             s.decision, s.decision_row, s.rounds = decision, row, s.rounds + 1
@@ -116,9 +171,12 @@ class Service:
                 s.fallbacks[decision.fallback_reason] += 1
             if rd.error is not None:
                 s.collection_errors[rd.error] += 1
+            s.dropped_replicas.update(collected.dropped)
+            if forecasts is not None:
+                s.forecasts = forecasts
             s.last_round_unix = self.clock()
             s.last_round_seconds = time.perf_counter() - started
-        self._log(number, rd, row, alterations, failed)
+        self._log(number, rd, row, alterations, failed, collected.dropped)
         return True
 
     def _enforce(self, factor: float) -> tuple[list[QuotaAlteration], list[str]]:
@@ -156,7 +214,7 @@ class Service:
         return changes, failed
 
     def _log(self, number: int, rd: Round, row: dict[str, Any], changes: list[QuotaAlteration],
-             failed: list[str]) -> None:
+             failed: list[str], dropped: Mapping[str, int]) -> None:
         volume = None
         if row["throttling_broker_id"] is not None:
             volume = {"broker_id": row["throttling_broker_id"], "log_dir": row["throttling_log_dir"]}
@@ -167,4 +225,6 @@ class Service:
                 "alterations": [{"entity": enforce.entity_key(a.entity), "key": a.key, "value": a.value}
                                 for a in changes],
                 "failed": failed}
+        if dropped:
+            line["dropped_replicas"] = dict(dropped)
         print(json.dumps(line), file=self.log if self.log is not None else sys.stderr, flush=True)
