@@ -25,6 +25,7 @@ from tests.forecast.strategies import backlog_ticks, fleet, storage_config
 from tests.support.differential import Engines, assert_engines_agree, records_frame
 
 HORIZONS = st.sampled_from([600_000, 3_600_000, 7 * 86_400_000])
+LOOKBACKS = st.sampled_from([60_000, 4 * 60_000, 86_400_000])
 Case = tuple[list[VolumePoint], list[ReplicaPoint], Any, ForecastSettings, int | None]
 
 
@@ -81,10 +82,10 @@ BACKLOG_ENGINES: Engines[ForecastSettings, list[BacklogTick]] = Engines(referenc
 
 @pytest.mark.spark
 @settings(parent=settings.get_profile("differential"))
-@given(fleet(), HORIZONS)
-def test_volume_forecasts_agree(spark, generated, horizon_ms) -> None:
+@given(fleet(), HORIZONS, LOOKBACKS)
+def test_volume_forecasts_agree(spark, generated, horizon_ms, lookback_ms) -> None:
     volumes, replicas, config_name, window_ms, at = generated
-    forecast = ForecastSettings(window_ms=window_ms, horizon_ms=horizon_ms, top=2)
+    forecast = ForecastSettings(window_ms=window_ms, horizon_ms=horizon_ms, top=2, lookback_ms=lookback_ms)
     config = storage_config(config_name)
     assert_engines_agree(VOLUME_ENGINES, spark, config, (volumes, replicas, config, forecast, at))
 

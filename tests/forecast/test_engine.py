@@ -48,6 +48,27 @@ def test_a_replica_at_its_retention_limit_grows_only_between_its_troughs() -> No
     assert g.rate == g.recent == 20 * 1000 / (3 * MIN)
 
 
+def test_troughs_rising_in_both_halves_are_extrapolated_to_now() -> None:
+    # troughs at 0, 2, 4 min rising by 60 then 120 bytes: early 0.5 B/s, late 1 B/s
+    sizes = [100, 0, 100, 60, 200, 180]
+    g = replica_growth([rp(i * MIN, s) for i, s in enumerate(sizes)])
+    assert g.drops == 3
+    assert g.rate == 1.0 + (1.0 - 0.5) / 2.0  # accelerating: late + (late - early) / 2
+    assert g.recent == 180 * 1000 / (4 * MIN)  # the lookback's slope
+
+
+def test_a_decelerating_rise_takes_the_late_slope_and_a_swing_the_whole() -> None:
+    slowing = [100, 0, 200, 120, 300, 180]  # troughs 0, 120, 180: early 1 B/s, late 0.5 B/s
+    assert replica_growth([rp(i * MIN, s) for i, s in enumerate(slowing)]).rate == 0.5
+    swing = [100, 0, 300, 120, 200, 60]  # troughs 0, 120, 60: up then down
+    assert replica_growth([rp(i * MIN, s) for i, s in enumerate(swing)]).rate == 60 * 1000 / (4 * MIN)
+
+
+def test_a_filling_replica_is_fitted_over_the_window_only() -> None:
+    points = [rp(0, 0), rp(MIN, 1000), rp(2 * MIN, 1060), rp(3 * MIN, 1120)]
+    assert replica_growth(points, window_start_ms=MIN).rate == 1.0
+
+
 def test_one_trough_means_no_growth() -> None:
     g = replica_growth([rp(0, 100), rp(MIN, 160), rp(2 * MIN, 60), rp(3 * MIN, 120)])
     assert g.drops == 1 and g.rate == 0.0 and g.recent == 0.0

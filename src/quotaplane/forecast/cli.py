@@ -19,6 +19,7 @@ from quotaplane.core.policy import find_input
 from quotaplane.core.telemetry_files import read_input
 from quotaplane.forecast.config import (
     DEFAULT_HORIZON_MS,
+    DEFAULT_LOOKBACK_MS,
     DEFAULT_WINDOW_MS,
     ForecastSettings,
     parse_duration_ms,
@@ -45,15 +46,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="forecast time: epoch ms or ISO-8601 (default: the last observation of each input)")
     p.add_argument("--window", default="6h", help="fit window (default 6h)")
     p.add_argument("--horizon", default="7d", help="how far ahead a limit counts (default 7d)")
+    p.add_argument("--lookback", default="24h",
+                   help="how far back replica sizes show retention drops and troughs (default 24h)")
     p.add_argument("--metrics", metavar="FILE",
                    help="also write the forecast metrics in Prometheus text format to FILE ('-': stderr)")
     p.set_defaults(func=run)
 
 
-def settings_of(window: str, horizon: str) -> ForecastSettings:
-    window_ms = parse_duration_ms("--window", window) if window else DEFAULT_WINDOW_MS
-    horizon_ms = parse_duration_ms("--horizon", horizon) if horizon else DEFAULT_HORIZON_MS
-    return ForecastSettings(window_ms=window_ms, horizon_ms=horizon_ms)
+def settings_of(window: str | None, horizon: str | None, lookback: str | None = None,
+                prefix: str = "--") -> ForecastSettings:
+    """Settings from duration texts (None: the default), errors naming `<prefix>window` etc."""
+    window_ms = parse_duration_ms(f"{prefix}window", window) if window else DEFAULT_WINDOW_MS
+    horizon_ms = parse_duration_ms(f"{prefix}horizon", horizon) if horizon else DEFAULT_HORIZON_MS
+    lookback_ms = parse_duration_ms(f"{prefix}lookback", lookback) if lookback else DEFAULT_LOOKBACK_MS
+    return ForecastSettings(window_ms=window_ms, horizon_ms=horizon_ms, lookback_ms=lookback_ms)
 
 
 def parse_at(text: str | None) -> int | None:
@@ -108,7 +114,7 @@ def forecast(telemetry: Path, config: StorageConfig | None, policies: Path | Non
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = settings_of(args.window, args.horizon)
+    settings = settings_of(args.window, args.horizon, args.lookback)
     at_ms = parse_at(args.at)
     config = load_storage_config(args.config) if args.config else None
     volumes, backlogs = forecast(args.telemetry, config, args.backlog_policies, settings, at_ms)

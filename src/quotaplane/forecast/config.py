@@ -14,6 +14,7 @@ from quotaplane.storage.values import NANOS_PER_MS, parse_iso_duration_ns
 
 DEFAULT_WINDOW_MS = 6 * 3_600_000
 DEFAULT_HORIZON_MS = 7 * 86_400_000
+DEFAULT_LOOKBACK_MS = 86_400_000
 TOP_CONTRIBUTORS = 5
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _DURATION = re.compile(r"([0-9]+)(ms|s|m|h|d)")
@@ -21,12 +22,20 @@ _DURATION = re.compile(r"([0-9]+)(ms|s|m|h|d)")
 
 @dataclass(frozen=True)
 class ForecastSettings:
-    """`window_ms`: observations in `(at - window, at]` are fitted; `horizon_ms`: a limit crossed
+    """`window_ms`: observations in `(at - window, at]` are fitted; `lookback_ms`: replica sizes are
+    read over `(at - history, at]` (`history_ms`: the longer of the two), where a drop shows the
+    replica is at its retention limit and its troughs are fitted; `horizon_ms`: a limit crossed
     later than this is reported as not approached (null)."""
 
     window_ms: int = DEFAULT_WINDOW_MS
     horizon_ms: int = DEFAULT_HORIZON_MS
     top: int = TOP_CONTRIBUTORS
+    lookback_ms: int = DEFAULT_LOOKBACK_MS
+
+    @property
+    def history_ms(self) -> int:
+        """How far back replica sizes are read: the longer of the window and the lookback."""
+        return max(self.window_ms, self.lookback_ms)
 
     @property
     def horizon_seconds(self) -> float:

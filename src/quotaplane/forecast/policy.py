@@ -38,8 +38,8 @@ class ForecastPolicy(Policy[ForecastConfig]):
             return None
         window, horizon = configs.forecast_window or "6h", configs.forecast_horizon or "7d"
         storage = load_storage_config(configs.storage) if configs.storage is not None else None
-        return ForecastConfig(settings_of(window, horizon), storage, configs.backlog_policies is not None,
-                              window, horizon)
+        settings = settings_of(window, horizon, prefix="--forecast-")
+        return ForecastConfig(settings, storage, configs.backlog_policies is not None, window, horizon)
 
     def runnable(self, telemetry_dir: Path, config: ForecastConfig) -> bool:
         volumes = config.storage is not None and find_input(telemetry_dir, "volumes") is not None

@@ -5,11 +5,20 @@ drops by whole segments when retention deletes them; once a partition is at its 
 (`retention.bytes` or `retention.ms`) its size no longer trends upwards however much is written,
 so the raw slope (which a sawtooth of segment deletes bends either way) is not its growth:
 
-- a replica with no drop in the window (`size_i < size_{i-1}` for consecutive points) is still
-  filling: its growth is the window's trend (`quotaplane.forecast.engine.trend`), `rate` and `recent`;
+- its points are read over the history (`ForecastSettings.history_ms`, the longer of the fit window
+  and the lookback, 24 h by default): a segment cycle is often longer than the fit window;
+- a replica with no drop in the history (`size_i < size_{i-1}` for consecutive points) is still
+  filling: its growth is the trend of its points in the fit window
+  (`quotaplane.forecast.engine.trend`), `rate` and `recent`;
 - a replica with drops is at its retention limit: its size is measured at its troughs (the first
-  point after each drop), and its growth is the slope between the first and the last trough
-  (`rate` and `recent` alike); with a single trough it is 0;
+  point after each drop). With `first`, `last` and `mid` troughs (`mid`: the last at or before the
+  middle of the first and the last, as in `trend`), `whole` is the slope from the first to the last,
+  `early` from the first to `mid`, `late` from `mid` to the last. When the troughs rise in both
+  halves (`early > 0` and `late > 0`: sustained growth, a topic whose writes keep growing), the
+  growth is `late + (late - early) / 2` when accelerating (`late >= early`: the late slope
+  extrapolated from the late half's middle to now), else `late`; otherwise (a swing, or flat) it
+  is `whole`. `recent` is `whole`. With a single trough, or no `mid` strictly inside, the growth is
+  `whole` (0 for one trough);
 - replication: every replica of a partition grows with its leader. When a replica marked
   `is_leader` (at its last point in the window) is seen, the partition's replicas all take the
   leader's growth; when several are marked (leadership moved), the one seen last, then the lowest
@@ -22,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
-from quotaplane.forecast.engine.trend import per_second, trend
+from quotaplane.forecast.engine.trend import midpoint_ms, per_second, trend
 
 ReplicaKey = tuple[str, int, str, str, int]  # cluster, broker_id, log_dir, topic, partition
 
@@ -71,24 +80,42 @@ def series(points: Iterable[ReplicaPoint]) -> dict[ReplicaKey, list[ReplicaPoint
     return {k: [at[t] for t in sorted(at)] for k, at in by_key.items()}
 
 
-def replica_growth(points: Sequence[ReplicaPoint]) -> ReplicaGrowth:
-    """The growth of one replica from its time-ordered points in the window."""
+def replica_growth(points: Sequence[ReplicaPoint], window_start_ms: int | None = None) -> ReplicaGrowth:
+    """The growth of one replica from its time-ordered points of the history; the fit window is
+    `ts > window_start_ms` (None: all of them)."""
     last = points[-1]
     troughs = [(b.ts_ms, b.size_bytes) for a, b in pairwise(points) if b.size_bytes < a.size_bytes]
     if troughs:
-        (t0, v0), (t1, v1) = troughs[0], troughs[-1]
-        rate = recent = per_second(v1 - v0, t1 - t0) if t1 > t0 else 0.0
+        rate, recent = _trough_growth(troughs)
     else:
-        fitted = trend([(p.ts_ms, p.size_bytes) for p in points])
-        rate = fitted.rate if fitted.rate is not None else 0.0
-        recent = fitted.recent if fitted.recent is not None else 0.0
+        window = [(p.ts_ms, p.size_bytes) for p in points
+                  if window_start_ms is None or p.ts_ms > window_start_ms]
+        fitted = trend(window) if window else None
+        rate = fitted.rate if fitted is not None and fitted.rate is not None else 0.0
+        recent = fitted.recent if fitted is not None and fitted.recent is not None else 0.0
     return ReplicaGrowth(last.cluster, last.broker_id, last.log_dir, last.topic, last.partition,
                          last.size_bytes, last.ts_ms, len(troughs), rate, recent, last.is_leader is True)
 
 
-def growths(points: Iterable[ReplicaPoint]) -> list[ReplicaGrowth]:
+def _trough_growth(troughs: Sequence[tuple[int, int]]) -> tuple[float, float]:
+    """(growth, the lookback's slope) of a replica at its retention limit, from its troughs."""
+    (t0, v0), (t1, v1) = troughs[0], troughs[-1]
+    if t1 <= t0:
+        return 0.0, 0.0
+    whole = per_second(v1 - v0, t1 - t0)
+    middle = midpoint_ms(t0, t1)
+    tm, vm = max((t for t in troughs if t[0] <= middle), key=lambda t: t[0])
+    if tm <= t0 or tm >= t1:
+        return whole, whole
+    first, second = per_second(vm - v0, tm - t0), per_second(v1 - vm, t1 - tm)
+    if first > 0.0 and second > 0.0:
+        return (second + (second - first) / 2.0 if second >= first else second), whole
+    return whole, whole
+
+
+def growths(points: Iterable[ReplicaPoint], window_start_ms: int | None = None) -> list[ReplicaGrowth]:
     """Every replica's growth, followers taking their partition leader's (module docstring)."""
-    own = [replica_growth(s) for s in series(points).values()]
+    own = [replica_growth(s, window_start_ms) for s in series(points).values()]
     leaders: dict[tuple[str, str, int], ReplicaGrowth] = {}
     for g in own:
         if not g.is_leader:

@@ -7,9 +7,10 @@ observed in `(at - window, at]`:
   available bytes and whether they are breached are the storage engine's own (`threshold_bytes`,
   `breached`; spec: Limit Type Configuration), for per-volume limits; full is `available <= 0`;
 - its growth (bytes per second) is the sum of the growth of the replicas on it
-  (`quotaplane.forecast.engine.replicas`) when `partition_sizes` has rows for it in the window
-  (method `partitions`): the replicas of its latest partition round, so a replica moved away or
-  deleted no longer counts; otherwise the trend of its used bytes (method `volume`);
+  (`quotaplane.forecast.engine.replicas`, over the replica history) when `partition_sizes` has rows
+  for it in the window (method `partitions`): the replicas of its latest partition round, so a
+  replica moved away or deleted no longer counts; otherwise the trend of its used bytes (method
+  `volume`);
 - times follow `quotaplane.forecast.engine.timing`; the band `low`/`high` is the time to the hard
   limit (full when no per-volume limit is configured) at the fastest and the slowest growth of
   the window and its second half;
@@ -92,11 +93,15 @@ def latest_points(points: Iterable[VolumePoint], at_ms: int,
 
 
 def current_replicas(replicas: Iterable[ReplicaPoint], at_ms: int,
-                     window_ms: int) -> dict[VolumeKey, list[ReplicaGrowth]]:
-    """Replica growths by volume: the replicas seen in the volume's latest partition round."""
-    in_window = [r for r in replicas if at_ms - window_ms < r.ts_ms <= at_ms]
+                     settings: ForecastSettings) -> dict[VolumeKey, list[ReplicaGrowth]]:
+    """Replica growths by volume: the replicas seen in the volume's latest partition round of the
+    window."""
+    window_start = at_ms - settings.window_ms
+    history = [r for r in replicas if at_ms - settings.history_ms < r.ts_ms <= at_ms]
     by_volume: dict[VolumeKey, list[ReplicaGrowth]] = {}
-    for g in growths(in_window):
+    for g in growths(history, window_start):
+        if g.last_ts_ms <= window_start:
+            continue
         by_volume.setdefault((g.cluster, g.broker_id, g.log_dir), []).append(g)
     for key, found in by_volume.items():
         latest = max(g.last_ts_ms for g in found)
@@ -123,7 +128,7 @@ def forecast_volumes(points: Iterable[VolumePoint], replicas: Iterable[ReplicaPo
         return []
     at = at_ms if at_ms is not None else max(p.ts_ms for p in points)
     windows = latest_points(points, at, settings.window_ms)
-    growth_by_volume = current_replicas(replicas, at, settings.window_ms)
+    growth_by_volume = current_replicas(replicas, at, settings)
     return [_forecast(key, windows[key], growth_by_volume.get(key), config, settings, at)
             for key in sorted(windows)]
 

@@ -1,17 +1,17 @@
 """Replica growth with Spark: the twin of `quotaplane.forecast.engine.replicas`.
 
 One window over each replica (ordered by time) gives every point the previous size (a drop is
-`size < previous`) and its series' first, last and middle time; one aggregation per replica gives
-the trend and the first and last trough; the partition leader's growth is then given to its
-followers.
+`size < previous`) and the first and last time of its window points and of its troughs; one
+aggregation per replica gives the trend of the window and the first, middle and last trough; the
+partition leader's growth is then given to its followers.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from quotaplane.forecast.spark.trend import per_second, point_aggregates, trend_columns
+from quotaplane.forecast.spark.trend import per_second
 
 REPLICA = ("cluster", "broker_id", "log_dir", "topic", "partition")
 PARTITION = ("cluster", "topic", "partition")
@@ -25,36 +25,64 @@ def one_per_time(sizes: DataFrame) -> DataFrame:
                     F.col("_b.leader").alias("is_leader")))
 
 
-def replica_growth(sizes: DataFrame) -> DataFrame:
-    """Per replica: `size_bytes` and `last_ts` at its last point, `drops`, `rate`, `recent`, `is_leader`."""
+def _slope(a: Column, b: Column) -> Column:
+    return per_second(b.v - a.v, b.ts - a.ts)
+
+
+def _trough_growth(first: Column, last: Column, mid: Column) -> tuple[Column, Column]:
+    """(growth, the lookback's slope) from the first, last and middle troughs (the reference's
+    `_trough_growth`)."""
+    whole = F.when(last.ts > first.ts, _slope(first, last)).otherwise(F.lit(0.0))
+    early, late = _slope(first, mid), _slope(mid, last)
+    inside = (last.ts > first.ts) & (mid.ts > first.ts) & (mid.ts < last.ts)
+    sustained = inside & (early > 0.0) & (late > 0.0)
+    growth = (F.when(sustained & (late >= early), late + (late - early) / F.lit(2.0))
+              .when(sustained, late).otherwise(whole))
+    return growth, whole
+
+
+def replica_growth(sizes: DataFrame, window_start_ms: int) -> DataFrame:
+    """Per replica, from its points of the history: `size_bytes` and `last_ts` at its last point,
+    `drops`, `rate`, `recent`, `is_leader`; the fit window is `ts > window_start_ms`."""
     ordered = Window.partitionBy(*REPLICA).orderBy("ts")
     whole = Window.partitionBy(*REPLICA)
-    points = one_per_time(sizes).select(
-        "*", F.lag("size_bytes").over(ordered).alias("_prev"),
-        F.min("ts").over(whole).alias("_t0"), F.max("ts").over(whole).alias("_t1"))
-    points = points.withColumn("_mid", F.col("_t0") + F.expr("(_t1 - _t0) div 2"))
-    trough = F.when(F.col("size_bytes") < F.col("_prev"),
-                    F.struct(F.col("ts").alias("ts"), F.col("size_bytes").alias("v")))
+    in_window = F.col("ts") > F.lit(window_start_ms)
+    points = one_per_time(sizes).select("*", F.lag("size_bytes").over(ordered).alias("_prev"))
+    is_trough = F.col("size_bytes") < F.col("_prev")
+    points = points.select(
+        "*", F.min(F.when(in_window, F.col("ts"))).over(whole).alias("_t0"),
+        F.max(F.when(in_window, F.col("ts"))).over(whole).alias("_t1"),
+        F.min(F.when(is_trough, F.col("ts"))).over(whole).alias("_r0"),
+        F.max(F.when(is_trough, F.col("ts"))).over(whole).alias("_r1"))
+    points = points.select("*", (F.col("_t0") + F.expr("(_t1 - _t0) div 2")).alias("_mid"),
+                           (F.col("_r0") + F.expr("(_r1 - _r0) div 2")).alias("_rmid"))
+    point = F.struct(F.col("ts").alias("ts"), F.col("size_bytes").alias("v"))
+    trough = F.when(is_trough, point)
     agg = points.groupBy(*REPLICA).agg(
-        *point_aggregates("ts", "size_bytes"),
-        F.count(trough).alias("drops"), F.min(trough).alias("_tr0"), F.max(trough).alias("_tr1"),
+        F.min(F.when(in_window, point)).alias("first"), F.max(F.when(in_window, point)).alias("mid_last"),
+        F.max(F.when(in_window & (F.col("ts") <= F.col("_mid")), point)).alias("mid"),
+        F.max(point).alias("last"), F.count(trough).alias("drops"), F.min(trough).alias("_tr0"),
+        F.max(trough).alias("_tr1"),
+        F.max(F.when(is_trough & (F.col("ts") <= F.col("_rmid")), point)).alias("_trm"),
         F.max(F.struct(F.col("ts"), F.col("is_leader"))).alias("_lead"))
-    rate, recent = trend_columns()
-    tr0, tr1 = F.col("_tr0"), F.col("_tr1")
-    trough_rate = F.when(tr1.ts > tr0.ts, per_second(tr1.v - tr0.v, tr1.ts - tr0.ts)).otherwise(F.lit(0.0))
+    first, last, mid = F.col("first"), F.col("mid_last"), F.col("mid")
+    moved = last.ts > first.ts
+    rate = F.coalesce(F.when(moved, per_second(last.v - first.v, last.ts - first.ts)), F.lit(0.0))
+    recent = F.coalesce(F.when(moved, per_second(last.v - mid.v, last.ts - mid.ts)), F.lit(0.0))
+    trough_rate, trough_recent = _trough_growth(F.col("_tr0"), F.col("_tr1"), F.col("_trm"))
     saturated = F.col("drops") > 0
     return agg.select(
         *REPLICA, F.col("last.v").alias("size_bytes"), F.col("last.ts").alias("last_ts"),
         F.col("drops").cast("long").alias("drops"),
-        F.when(saturated, trough_rate).otherwise(F.coalesce(rate, F.lit(0.0))).alias("rate"),
-        F.when(saturated, trough_rate).otherwise(F.coalesce(recent, F.lit(0.0))).alias("recent"),
+        F.when(saturated, trough_rate).otherwise(rate).alias("rate"),
+        F.when(saturated, trough_recent).otherwise(recent).alias("recent"),
         F.col("_lead.is_leader").alias("is_leader"))
 
 
-def growths(sizes: DataFrame) -> DataFrame:
+def growths(sizes: DataFrame, window_start_ms: int) -> DataFrame:
     """Every replica's growth, followers taking their partition leader's (the one seen last, then
     the lowest broker id and log dir)."""
-    own = replica_growth(sizes)
+    own = replica_growth(sizes, window_start_ms)
     choice = F.struct((-F.col("last_ts")).alias("k0"), F.col("broker_id").alias("k1"),
                       F.col("log_dir").alias("k2"), F.col("rate").alias("rate"),
                       F.col("recent").alias("recent"))

@@ -60,11 +60,11 @@ def _top(items: str, names: list[str], top: int) -> Column:
                   f"x -> struct({fields}, x.g / {total} AS share))")
 
 
-def replica_totals(sizes: DataFrame, top: int) -> DataFrame:
+def replica_totals(sizes: DataFrame, top: int, window_start_ms: int) -> DataFrame:
     """Per volume: the summed growth of the replicas of its latest partition round and its top
     contributors. Every sum runs over arrays sorted as the reference engine sorts (by topic, then
     partition), so both engines give the same doubles."""
-    grown = growths(sizes)
+    grown = growths(sizes, window_start_ms).where(F.col("last_ts") > F.lit(window_start_ms))
     latest = grown.select("*", F.max("last_ts").over(Window.partitionBy(*VOLUME)).alias("_latest"))
     current = latest.where(F.col("last_ts") == F.col("_latest"))
     replica = F.struct("topic", "partition", "rate", "recent")
@@ -88,7 +88,8 @@ def forecast_volumes(volumes: DataFrame, sizes: DataFrame | None, config: Storag
     """The `storage_forecast` table (columns `COLUMNS`) of the volumes observed in the window."""
     states = volume_states(in_window(volumes, "ts", at_ms, settings.window_ms))
     if sizes is not None:
-        totals = replica_totals(in_window(sizes, "ts", at_ms, settings.window_ms), settings.top)
+        history = in_window(sizes, "ts", at_ms, settings.history_ms)
+        totals = replica_totals(history, settings.top, at_ms - settings.window_ms)
         states = states.join(totals, list(VOLUME), "left")
     else:
         states = states.select("*", F.lit(None).cast("double").alias("_prate"),
