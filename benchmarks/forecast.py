@@ -197,17 +197,22 @@ def evaluate_case(
         lo_r, hi_r = bisect.bisect_right(r_ts, at - settings.history_ms), bisect.bisect_right(r_ts, at)
         t0 = time.perf_counter()
         # the growth of each volume; the time to its threshold follows the engine's own rule
+        forecasts = forecast_volumes(volumes[lo_v:hi_v], replicas[lo_r:hi_r], None, settings, at)
         growth = {
-            (f.cluster, f.broker_id, f.log_dir): (f.available_bytes, f.growth_bytes_per_second)
-            for f in forecast_volumes(volumes[lo_v:hi_v], replicas[lo_r:hi_r], None, settings, at)
+            (f.cluster, f.broker_id, f.log_dir): (
+                f.available_bytes,
+                f.growth_bytes_per_second,
+                f.acceleration_bytes_per_second_squared,
+            )
+            for f in forecasts
         }
         elapsed["quotaplane"] += time.perf_counter() - t0
         for key, s in series.items():
             i = int(np.searchsorted(s.ts, at, side="right")) - 1
             if i < 0 or key not in growth or (len(s.crossings) and s.crossings[0] <= at):
                 continue  # not observed in the window, or already crossed: nothing left to forecast
-            available, g = growth[key]
-            ours = seconds_to(False, available - s.threshold[i], g, horizon)
+            available, g, acceleration = growth[key]
+            ours = seconds_to(False, available - s.threshold[i], g, horizon, acceleration)
             t0 = time.perf_counter()
             theirs = predict_linear_seconds(s, at, settings.window_ms, s.threshold[i], horizon)
             elapsed["predict_linear"] += time.perf_counter() - t0

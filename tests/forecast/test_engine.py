@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from quotaplane.core.errors import ConfigError
@@ -55,11 +57,13 @@ def test_troughs_rising_in_both_halves_are_extrapolated_to_now() -> None:
     assert g.drops == 3
     assert g.rate == 1.0 + (1.0 - 0.5) / 2.0  # accelerating: late + (late - early) / 2
     assert g.recent == 180 * 1000 / (4 * MIN)  # the lookback's slope
+    assert g.acceleration == 0.5 / 120.0  # (late - early) per second over half the troughs' span
 
 
 def test_a_decelerating_rise_takes_the_late_slope_and_a_swing_the_whole() -> None:
     slowing = [100, 0, 200, 120, 300, 180]  # troughs 0, 120, 180: early 1 B/s, late 0.5 B/s
-    assert replica_growth([rp(i * MIN, s) for i, s in enumerate(slowing)]).rate == 0.5
+    decelerating = replica_growth([rp(i * MIN, s) for i, s in enumerate(slowing)])
+    assert (decelerating.rate, decelerating.acceleration) == (0.5, 0.0)
     swing = [100, 0, 300, 120, 200, 60]  # troughs 0, 120, 60: up then down
     assert replica_growth([rp(i * MIN, s) for i, s in enumerate(swing)]).rate == 60 * 1000 / (4 * MIN)
 
@@ -100,6 +104,15 @@ def test_the_leader_seen_last_wins_when_leadership_moved() -> None:
 ])
 def test_time_to_a_level(reached, distance, growth, expected) -> None:
     assert seconds_to(reached, distance, growth, 3600.0) == expected
+
+
+def test_time_to_a_level_with_acceleration() -> None:
+    # 1 B/s now, 0.02 B/s^2: 100 bytes in t where t + 0.01 t^2 = 100, t = (-1 + sqrt(1 + 4)) / 0.02
+    assert seconds_to(False, 100.0, 1.0, 3600.0, 0.02) == (-1.0 + math.sqrt(1.0 + 2.0 * 0.02 * 100.0)) / 0.02
+    assert seconds_to(False, 100.0, -1.0, 3600.0, 0.02) is not None  # shrinking now, but accelerating
+    assert seconds_to(False, 0.0, 1.0, 3600.0, 0.02) == 0.0
+    assert seconds_to(False, 1e9, 1.0, 3600.0, 0.02) is None  # beyond the horizon
+    assert seconds_to(True, 100.0, None, 3600.0, 0.02) == 0.0
 
 
 def test_shares_are_of_the_positive_growth_largest_first_ties_by_name() -> None:

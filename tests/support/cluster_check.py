@@ -19,6 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
@@ -31,7 +32,8 @@ def decision_tables(out: Path) -> dict[str, pd.DataFrame]:
     for folder in sorted(p for p in out.iterdir() if p.is_dir() and p.name != "quarantine"):
         frame = pq.read_table(folder).to_pandas()
         frame = frame.reindex(sorted(frame.columns), axis=1)
-        keys = [c for c in frame.columns if frame[c].map(lambda v: not isinstance(v, list | dict)).all()]
+        keys = [c for c in frame.columns
+                if frame[c].map(lambda v: not isinstance(v, list | dict | np.ndarray)).all()]
         tables[folder.name] = frame.sort_values(keys).reset_index(drop=True)
     return tables
 

@@ -74,11 +74,14 @@ def _cone(row: Mapping[str, Any], history: Sequence[tuple[int, int]], horizon_s:
     slow = min(growth, recent) if recent is not None else growth
     to_full = row["seconds_to_full"]
     span = min(horizon_s, max(3600.0, 1.5 * to_full) if to_full else 86400.0)
-    end_h = span / 3600
     available = row["available_bytes"]
-    for g, style, label in ((growth, "-", "forecast"), (fast, ":", "band"), (slow, ":", None)):
-        ax.plot([0, end_h], [available / GIB, max(0.0, available - g * span) / GIB], color="#c0392b",
-                linestyle=style, label=label)
+    acceleration = row.get("acceleration_bytes_per_second_squared") or 0.0
+    steps = [span * i / 48 for i in range(49)]
+    paths = ((growth, acceleration, "-", "forecast"), (fast, acceleration, ":", "band"),
+             (slow, 0.0, ":", None))
+    for g, a, style, label in paths:
+        ax.plot([t / 3600 for t in steps], [max(0.0, available - g * t - a * t * t / 2) / GIB for t in steps],
+                color="#c0392b", linestyle=style, label=label)
     limits = (("soft_threshold_bytes", "#f0b429", "soft"), ("hard_threshold_bytes", "#d64545", "hard"))
     for key, color, label in limits:
         if row.get(key) is not None:

@@ -16,9 +16,11 @@ so the raw slope (which a sawtooth of segment deletes bends either way) is not i
   `early` from the first to `mid`, `late` from `mid` to the last. When the troughs rise in both
   halves (`early > 0` and `late > 0`: sustained growth, a topic whose writes keep growing), the
   growth is `late + (late - early) / 2` when accelerating (`late >= early`: the late slope
-  extrapolated from the late half's middle to now), else `late`; otherwise (a swing, or flat) it
-  is `whole`. `recent` is `whole`. With a single trough, or no `mid` strictly inside, the growth is
-  `whole` (0 for one trough);
+  extrapolated from the late half's middle to now) with the acceleration
+  `(late - early) / ((t_last - t_first) / 2)` per second, else `late`; otherwise (a swing, or flat)
+  it is `whole`; the acceleration is 0 but for sustained accelerating growth. `recent` is
+  `whole`. With a single trough, or no `mid` strictly inside, the growth is `whole` (0 for one
+  trough);
 - replication: every replica of a partition grows with its leader. When a replica marked
   `is_leader` (at its last point in the window) is seen, the partition's replicas all take the
   leader's growth; when several are marked (leadership moved), the one seen last, then the lowest
@@ -67,6 +69,7 @@ class ReplicaGrowth:
     rate: float  # bytes per second
     recent: float
     is_leader: bool
+    acceleration: float = 0.0  # bytes per second, per second
 
 
 def series(points: Iterable[ReplicaPoint]) -> dict[ReplicaKey, list[ReplicaPoint]]:
@@ -85,8 +88,9 @@ def replica_growth(points: Sequence[ReplicaPoint], window_start_ms: int | None =
     `ts > window_start_ms` (None: all of them)."""
     last = points[-1]
     troughs = [(b.ts_ms, b.size_bytes) for a, b in pairwise(points) if b.size_bytes < a.size_bytes]
+    acceleration = 0.0
     if troughs:
-        rate, recent = _trough_growth(troughs)
+        rate, recent, acceleration = _trough_growth(troughs)
     else:
         window = [(p.ts_ms, p.size_bytes) for p in points
                   if window_start_ms is None or p.ts_ms > window_start_ms]
@@ -94,23 +98,27 @@ def replica_growth(points: Sequence[ReplicaPoint], window_start_ms: int | None =
         rate = fitted.rate if fitted is not None and fitted.rate is not None else 0.0
         recent = fitted.recent if fitted is not None and fitted.recent is not None else 0.0
     return ReplicaGrowth(last.cluster, last.broker_id, last.log_dir, last.topic, last.partition,
-                         last.size_bytes, last.ts_ms, len(troughs), rate, recent, last.is_leader is True)
+                         last.size_bytes, last.ts_ms, len(troughs), rate, recent, last.is_leader is True,
+                         acceleration)
 
 
-def _trough_growth(troughs: Sequence[tuple[int, int]]) -> tuple[float, float]:
-    """(growth, the lookback's slope) of a replica at its retention limit, from its troughs."""
+def _trough_growth(troughs: Sequence[tuple[int, int]]) -> tuple[float, float, float]:
+    """(growth, the lookback's slope, acceleration) of a replica at its retention limit, from its
+    troughs."""
     (t0, v0), (t1, v1) = troughs[0], troughs[-1]
     if t1 <= t0:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0
     whole = per_second(v1 - v0, t1 - t0)
     middle = midpoint_ms(t0, t1)
     tm, vm = max((t for t in troughs if t[0] <= middle), key=lambda t: t[0])
     if tm <= t0 or tm >= t1:
-        return whole, whole
+        return whole, whole, 0.0
     first, second = per_second(vm - v0, tm - t0), per_second(v1 - vm, t1 - tm)
     if first > 0.0 and second > 0.0:
-        return (second + (second - first) / 2.0 if second >= first else second), whole
-    return whole, whole
+        if second >= first:
+            return second + (second - first) / 2.0, whole, (second - first) / ((t1 - t0) / 2000.0)
+        return second, whole, 0.0
+    return whole, whole, 0.0
 
 
 def growths(points: Iterable[ReplicaPoint], window_start_ms: int | None = None) -> list[ReplicaGrowth]:
@@ -128,5 +136,6 @@ def growths(points: Iterable[ReplicaPoint], window_start_ms: int | None = None) 
     out = []
     for g in own:
         leader = leaders.get((g.cluster, g.topic, g.partition))
-        out.append(g if leader is None else replace(g, rate=leader.rate, recent=leader.recent))
+        out.append(g if leader is None else replace(g, rate=leader.rate, recent=leader.recent,
+                                                    acceleration=leader.acceleration))
     return out

@@ -11,9 +11,10 @@ observed in `(at - window, at]`:
   for it in the window (method `partitions`): the replicas of its latest partition round, so a
   replica moved away or deleted no longer counts; otherwise the trend of its used bytes (method
   `volume`);
-- times follow `quotaplane.forecast.engine.timing`; the band `low`/`high` is the time to the hard
-  limit (full when no per-volume limit is configured) at the fastest and the slowest growth of
-  the window and its second half;
+- its acceleration is the sum of its replicas' (only sustained accelerating growth has one);
+- times follow `quotaplane.forecast.engine.timing`, with the acceleration; the band `low`/`high` is
+  the time to the hard limit (full when no per-volume limit is configured) at the faster growth of
+  the two with the acceleration, and at the slower without it;
 - its top contributors are the topics (and partitions) with positive growth on it, with their
   share of that positive growth, largest first (ties: by name).
 """
@@ -65,6 +66,7 @@ class VolumeForecast:
     method: str  # partitions | volume
     growth_bytes_per_second: float | None
     recent_growth_bytes_per_second: float | None
+    acceleration_bytes_per_second_squared: float
     seconds_to_soft: float | None
     seconds_to_hard: float | None
     seconds_to_full: float | None
@@ -141,12 +143,13 @@ def _forecast(key: VolumeKey, points: list[VolumePoint], replicas: list[ReplicaG
     partitions: list[tuple[Any, float]] = []
     if replicas:
         method = "partitions"
-        growth = recent = 0.0
+        growth = recent = acceleration = 0.0
         by_topic: dict[str, float] = {}
         by_partition: dict[tuple[str, int], float] = {}
         for g in sorted(replicas, key=lambda g: (g.topic, g.partition)):
             growth += g.rate
             recent += g.recent
+            acceleration += g.acceleration
             by_topic[g.topic] = by_topic.get(g.topic, 0.0) + g.rate
             by_partition[(g.topic, g.partition)] = by_partition.get((g.topic, g.partition), 0.0) + g.rate
         contributors = shares(by_topic, settings.top)
@@ -157,6 +160,7 @@ def _forecast(key: VolumeKey, points: list[VolumePoint], replicas: list[ReplicaG
         method = "volume"
         used = trend([(p.ts_ms, p.total_bytes - p.available_bytes) for p in points])
         g_rate, g_recent = used.rate, used.recent
+        acceleration = 0.0
     available = float(volume.available_bytes)
     horizon = settings.horizon_seconds
     soft_t = hard_t = None
@@ -164,23 +168,25 @@ def _forecast(key: VolumeKey, points: list[VolumePoint], replicas: list[ReplicaG
     if config is not None and config.hard is not None and config.soft is not None:
         soft_t = threshold_bytes(config.soft, volume)
         hard_t = threshold_bytes(config.hard, volume)
-        to_soft = seconds_to(breached(config.soft, volume), available - soft_t, g_rate, horizon)
-        to_hard = seconds_to(breached(config.hard, volume), available - hard_t, g_rate, horizon)
+        to_soft = seconds_to(breached(config.soft, volume), available - soft_t, g_rate, horizon,
+                             acceleration)
+        to_hard = seconds_to(breached(config.hard, volume), available - hard_t, g_rate, horizon,
+                             acceleration)
     full_reached = volume.available_bytes <= 0
-    to_full = seconds_to(full_reached, available, g_rate, horizon)
+    to_full = seconds_to(full_reached, available, g_rate, horizon, acceleration)
     slow, fast = band(g_rate, g_recent)
     if hard_t is not None and config is not None and config.hard is not None:
-        hard_hit = breached(config.hard, volume)
-        low = seconds_to(hard_hit, available - hard_t, fast, horizon)
-        high = seconds_to(hard_hit, available - hard_t, slow, horizon)
+        level_hit, distance = breached(config.hard, volume), available - hard_t
     else:
-        low = seconds_to(full_reached, available, fast, horizon)
-        high = seconds_to(full_reached, available, slow, horizon)
+        level_hit, distance = full_reached, available
+    low = seconds_to(level_hit, distance, fast, horizon, acceleration)
+    high = seconds_to(level_hit, distance, slow, horizon)
     return VolumeForecast(
         cluster=key[0], broker_id=key[1], log_dir=key[2], at_ms=at_ms, observed_ts_ms=last.ts_ms,
         total_bytes=last.total_bytes, available_bytes=last.available_bytes,
         soft_threshold_bytes=soft_t, hard_threshold_bytes=hard_t, method=method,
         growth_bytes_per_second=g_rate, recent_growth_bytes_per_second=g_recent,
+        acceleration_bytes_per_second_squared=acceleration,
         seconds_to_soft=to_soft, seconds_to_hard=to_hard, seconds_to_full=to_full, low=low, high=high,
         top_contributors=tuple({"topic": t, "share": s} for t, s in contributors),
         top_partitions=tuple({"topic": t, "partition": p, "share": s} for (t, p), s in partitions),

@@ -29,16 +29,18 @@ def _slope(a: Column, b: Column) -> Column:
     return per_second(b.v - a.v, b.ts - a.ts)
 
 
-def _trough_growth(first: Column, last: Column, mid: Column) -> tuple[Column, Column]:
-    """(growth, the lookback's slope) from the first, last and middle troughs (the reference's
-    `_trough_growth`)."""
+def _trough_growth(first: Column, last: Column, mid: Column) -> tuple[Column, Column, Column]:
+    """(growth, the lookback's slope, acceleration) from the first, last and middle troughs (the
+    reference's `_trough_growth`)."""
     whole = F.when(last.ts > first.ts, _slope(first, last)).otherwise(F.lit(0.0))
     early, late = _slope(first, mid), _slope(mid, last)
     inside = (last.ts > first.ts) & (mid.ts > first.ts) & (mid.ts < last.ts)
     sustained = inside & (early > 0.0) & (late > 0.0)
-    growth = (F.when(sustained & (late >= early), late + (late - early) / F.lit(2.0))
-              .when(sustained, late).otherwise(whole))
-    return growth, whole
+    accelerating = sustained & (late >= early)
+    growth = F.when(accelerating, late + (late - early) / F.lit(2.0)).when(sustained, late).otherwise(whole)
+    half = (last.ts - first.ts).cast("double") / F.lit(2000.0)
+    acceleration = F.when(accelerating, (late - early) / half).otherwise(F.lit(0.0))
+    return growth, whole, acceleration
 
 
 def replica_growth(sizes: DataFrame, window_start_ms: int) -> DataFrame:
@@ -69,13 +71,14 @@ def replica_growth(sizes: DataFrame, window_start_ms: int) -> DataFrame:
     moved = last.ts > first.ts
     rate = F.coalesce(F.when(moved, per_second(last.v - first.v, last.ts - first.ts)), F.lit(0.0))
     recent = F.coalesce(F.when(moved, per_second(last.v - mid.v, last.ts - mid.ts)), F.lit(0.0))
-    trough_rate, trough_recent = _trough_growth(F.col("_tr0"), F.col("_tr1"), F.col("_trm"))
+    trough_rate, trough_recent, trough_acc = _trough_growth(F.col("_tr0"), F.col("_tr1"), F.col("_trm"))
     saturated = F.col("drops") > 0
     return agg.select(
         *REPLICA, F.col("last.v").alias("size_bytes"), F.col("last.ts").alias("last_ts"),
         F.col("drops").cast("long").alias("drops"),
         F.when(saturated, trough_rate).otherwise(rate).alias("rate"),
         F.when(saturated, trough_recent).otherwise(recent).alias("recent"),
+        F.when(saturated, trough_acc).otherwise(F.lit(0.0)).alias("acceleration"),
         F.col("_lead.is_leader").alias("is_leader"))
 
 
@@ -85,11 +88,13 @@ def growths(sizes: DataFrame, window_start_ms: int) -> DataFrame:
     own = replica_growth(sizes, window_start_ms)
     choice = F.struct((-F.col("last_ts")).alias("k0"), F.col("broker_id").alias("k1"),
                       F.col("log_dir").alias("k2"), F.col("rate").alias("rate"),
-                      F.col("recent").alias("recent"))
+                      F.col("recent").alias("recent"), F.col("acceleration").alias("acceleration"))
     leaders = (own.where(F.col("is_leader")).groupBy(*PARTITION).agg(F.min(choice).alias("_l"))
-               .select(*PARTITION, F.col("_l.rate").alias("_lrate"), F.col("_l.recent").alias("_lrecent")))
+               .select(*PARTITION, F.col("_l.rate").alias("_lrate"), F.col("_l.recent").alias("_lrecent"),
+                       F.col("_l.acceleration").alias("_lacc")))
     joined = own.join(leaders, list(PARTITION), "left")
     return joined.select(
         *REPLICA, "size_bytes", "last_ts", "drops", "is_leader",
         F.coalesce(F.col("_lrate"), F.col("rate")).alias("rate"),
-        F.coalesce(F.col("_lrecent"), F.col("recent")).alias("recent"))
+        F.coalesce(F.col("_lrecent"), F.col("recent")).alias("recent"),
+        F.coalesce(F.col("_lacc"), F.col("acceleration")).alias("acceleration"))

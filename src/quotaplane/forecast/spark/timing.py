@@ -6,10 +6,19 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 
-def seconds_to(reached: Column, distance: Column, growth: Column, horizon_seconds: float) -> Column:
-    seconds = distance.cast("double") / growth
+def seconds_to(reached: Column, distance: Column, growth: Column, horizon_seconds: float,
+               acceleration: Column | None = None) -> Column:
+    d = distance.cast("double")
+    constant = d / growth
+    if acceleration is None:
+        seconds = F.when(growth > 0.0, constant)
+    else:
+        a = acceleration
+        root = (-growth + F.sqrt(growth * growth + F.lit(2.0) * a * d)) / a
+        seconds = (F.when(a > 0.0, F.when(d <= 0.0, F.lit(0.0)).otherwise(root))
+                   .when(growth > 0.0, constant))
     return (F.when(reached, F.lit(0.0))
-            .when(growth.isNull() | ~(growth > 0.0), F.lit(None).cast("double"))
+            .when(growth.isNull(), F.lit(None).cast("double"))
             .when(seconds <= F.lit(horizon_seconds), seconds))
 
 

@@ -15,8 +15,8 @@ from quotaplane.storage.spark import limits
 VOLUME = ("cluster", "broker_id", "log_dir")
 COLUMNS = ("cluster", "broker_id", "log_dir", "at_ms", "observed_ts_ms", "total_bytes", "available_bytes",
            "soft_threshold_bytes", "hard_threshold_bytes", "method", "growth_bytes_per_second",
-           "recent_growth_bytes_per_second", "seconds_to_soft", "seconds_to_hard", "seconds_to_full", "low",
-           "high", "top_contributors", "top_partitions")
+           "recent_growth_bytes_per_second", "acceleration_bytes_per_second_squared", "seconds_to_soft",
+           "seconds_to_hard", "seconds_to_full", "low", "high", "top_contributors", "top_partitions")
 TOPICS_TYPE = "array<struct<topic:string,share:double>>"
 PARTITIONS_TYPE = "array<struct<topic:string,partition:bigint,share:double>>"
 
@@ -67,7 +67,7 @@ def replica_totals(sizes: DataFrame, top: int, window_start_ms: int) -> DataFram
     grown = growths(sizes, window_start_ms).where(F.col("last_ts") > F.lit(window_start_ms))
     latest = grown.select("*", F.max("last_ts").over(Window.partitionBy(*VOLUME)).alias("_latest"))
     current = latest.where(F.col("last_ts") == F.col("_latest"))
-    replica = F.struct("topic", "partition", "rate", "recent")
+    replica = F.struct("topic", "partition", "rate", "recent", "acceleration")
     per_topic = (current.groupBy(*VOLUME, "topic")
                  .agg(F.array_sort(F.collect_list(replica)).alias("_r"))
                  .select(*VOLUME, "topic", "_r", _in_order_sum("_r", "rate").alias("g")))
@@ -79,6 +79,7 @@ def replica_totals(sizes: DataFrame, top: int, window_start_ms: int) -> DataFram
     return per_volume.select(
         *VOLUME, _in_order_sum(replicas, "rate").alias("_prate"),
         _in_order_sum(replicas, "recent").alias("_precent"),
+        _in_order_sum(replicas, "acceleration").alias("_pacc"),
         _top("_t", ["topic"], top).alias("top_contributors"),
         _top(partitions, ["topic", "partition"], top).alias("top_partitions"))
 
@@ -94,12 +95,14 @@ def forecast_volumes(volumes: DataFrame, sizes: DataFrame | None, config: Storag
     else:
         states = states.select("*", F.lit(None).cast("double").alias("_prate"),
                                F.lit(None).cast("double").alias("_precent"),
+                               F.lit(None).cast("double").alias("_pacc"),
                                F.lit(None).cast(TOPICS_TYPE).alias("top_contributors"),
                                F.lit(None).cast(PARTITIONS_TYPE).alias("top_partitions"))
     by_parts = F.col("_prate").isNotNull()
     growth = F.when(by_parts, F.col("_prate")).otherwise(F.col("_vrate"))
     recent = F.when(by_parts, F.col("_precent")).otherwise(F.col("_vrecent"))
-    df = states.select("*", growth.alias("g"), recent.alias("gr"),
+    acceleration = F.when(by_parts, F.col("_pacc")).otherwise(F.lit(0.0))
+    df = states.select("*", growth.alias("g"), recent.alias("gr"), acceleration.alias("acc"),
                        F.when(by_parts, F.lit("partitions")).otherwise(F.lit("volume")).alias("method"))
     return df.select(*_times(config, settings, at_ms)).select(*COLUMNS)
 
@@ -108,7 +111,7 @@ def _times(config: StorageConfig | None, settings: ForecastSettings, at_ms: int)
     horizon = settings.horizon_seconds
     total, avail = F.col("total_bytes"), F.col("available_bytes")
     available = avail.cast("double")
-    g, gr = F.col("g"), F.col("gr")
+    g, gr, acc = F.col("g"), F.col("gr"), F.col("acc")
     slow, fast = band(g, gr)
     full = avail <= 0
     none = F.lit(None).cast("double")
@@ -117,20 +120,21 @@ def _times(config: StorageConfig | None, settings: ForecastSettings, at_ms: int)
         hard_t = limits.threshold_bytes(config.hard, total)
         soft_hit = limits.breached(config.soft, total, avail)
         hard_hit = limits.breached(config.hard, total, avail)
-        to_soft = seconds_to(soft_hit, available - soft_t, g, horizon)
-        to_hard = seconds_to(hard_hit, available - hard_t, g, horizon)
-        low = seconds_to(hard_hit, available - hard_t, fast, horizon)
-        high = seconds_to(hard_hit, available - hard_t, slow, horizon)
+        to_soft = seconds_to(soft_hit, available - soft_t, g, horizon, acc)
+        to_hard = seconds_to(hard_hit, available - hard_t, g, horizon, acc)
+        level_hit, distance = hard_hit, available - hard_t
     else:
         soft_t = hard_t = to_soft = to_hard = none
-        low = seconds_to(full, available, fast, horizon)
-        high = seconds_to(full, available, slow, horizon)
+        level_hit, distance = full, available
+    low = seconds_to(level_hit, distance, fast, horizon, acc)
+    high = seconds_to(level_hit, distance, slow, horizon)
     return [*VOLUME, F.lit(at_ms).cast("long").alias("at_ms"), "observed_ts_ms", "total_bytes",
             "available_bytes",
             soft_t.alias("soft_threshold_bytes"), hard_t.alias("hard_threshold_bytes"), "method",
             g.alias("growth_bytes_per_second"), gr.alias("recent_growth_bytes_per_second"),
+            acc.alias("acceleration_bytes_per_second_squared"),
             to_soft.alias("seconds_to_soft"), to_hard.alias("seconds_to_hard"),
-            seconds_to(full, available, g, horizon).alias("seconds_to_full"), low.alias("low"),
+            seconds_to(full, available, g, horizon, acc).alias("seconds_to_full"), low.alias("low"),
             high.alias("high"),
             F.coalesce("top_contributors", F.array().cast(TOPICS_TYPE)).alias("top_contributors"),
             F.coalesce("top_partitions", F.array().cast(PARTITIONS_TYPE)).alias("top_partitions")]
