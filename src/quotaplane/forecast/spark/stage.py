@@ -120,13 +120,13 @@ def run_stage(ctx: StageContext, config: ForecastConfig, outputs: Outputs) -> St
                                   config.settings.horizon_seconds)
         sections = build_sections(data)
     summary = _summary(ctx, volumes, backlogs, counts)
-    soonest = ranked_volumes(volumes)[:1]
-    console = [f"forecast: {len(volumes)} volumes, "
-               f"{summary['volumes_reaching_hard_limit']} reach the hard limit within {config.horizon}; "
-               f"{len(backlogs)} backlog topics, {summary['backlogs_reaching_quota']} reach a quota"]
-    if soonest and soonest[0]["seconds_to_hard"] is not None:
-        s = soonest[0]
-        console.append(f"forecast: soonest broker {s['broker_id']} {s['log_dir']}: hard limit in "
+    console = [f"forecast: {len(volumes)} volumes, {summary['volumes_reaching_hard_limit']} at or reaching "
+               f"the hard limit within {config.horizon}; {len(backlogs)} backlog topics, "
+               f"{summary['backlogs_reaching_quota']} at or reaching a quota"]
+    upcoming = [v for v in ranked_volumes(volumes) if v["seconds_to_hard"]]
+    if upcoming:
+        s = upcoming[0]
+        console.append(f"forecast: next to reach its hard limit: broker {s['broker_id']} {s['log_dir']} in "
                        f"{s['seconds_to_hard'] / 3600:.1f} h")
     return StageResult(NAME, summary, counts, sections, console)
 
