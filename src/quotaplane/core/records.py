@@ -83,11 +83,14 @@ class RecordSchema:
                 out[f.name] = convert(f.type, value)
             except FieldProblem as problem:
                 raise InputError(where, f.name, value, problem.reason) from None
-        for rule in self.rules:
-            if rule.check(out):
-                raise InputError(where, _first_field_of(rule, self), _rule_value(rule, out, self),
-                                 rule.reason)
+        rule = self.broken_rule(out)
+        if rule is not None:
+            raise InputError(where, _first_field_of(rule, self), _rule_value(rule, out, self), rule.reason)
         return out
+
+    def broken_rule(self, row: Mapping[str, Any]) -> Rule | None:
+        """The first row rule a typed row breaks, or None."""
+        return next((rule for rule in self.rules if rule.check(row)), None)
 
 
 def _first_field_of(rule: Rule, schema: RecordSchema) -> str:

@@ -81,14 +81,11 @@ def _records(telemetry: Path, name: str, schema: Any) -> list[dict[str, Any]]:
 
 
 def volume_points(telemetry: Path) -> list[VolumePoint]:
-    return [VolumePoint(r["ts"], r["cluster"], r["broker_id"], r["log_dir"], r["total_bytes"],
-                        r["available_bytes"]) for r in _records(telemetry, "volumes", VOLUMES)]
+    return [VolumePoint.from_record(r) for r in _records(telemetry, "volumes", VOLUMES)]
 
 
 def replica_points(telemetry: Path) -> list[ReplicaPoint]:
-    return [ReplicaPoint(r["ts"], r["cluster"], r["broker_id"], r["log_dir"], r["topic"], r["partition"],
-                         r["size_bytes"], r["is_leader"]) for r in _records(telemetry, "partition_sizes",
-                                                                            PARTITION_SIZES)]
+    return [ReplicaPoint.from_record(r) for r in _records(telemetry, "partition_sizes", PARTITION_SIZES)]
 
 
 def backlog_ticks(telemetry: Path, policies_path: Path) -> list[BacklogTick]:

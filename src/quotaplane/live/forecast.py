@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -29,18 +29,6 @@ from quotaplane.forecast.records import PARTITION_SIZES
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.engine.rounds import Round
 from quotaplane.storage.records import VOLUMES
-
-
-def volume_point(row: Mapping[str, Any]) -> VolumePoint:
-    """A typed `volumes` row (as the reference readers give it) as the forecast's point."""
-    return VolumePoint(int(row["ts"]), row["cluster"], int(row["broker_id"]), row["log_dir"],
-                       int(row["total_bytes"]), int(row["available_bytes"]))
-
-
-def replica_point(row: Mapping[str, Any]) -> ReplicaPoint:
-    """A typed `partition_sizes` row as the forecast's point."""
-    return ReplicaPoint(int(row["ts"]), row["cluster"], int(row["broker_id"]), row["log_dir"], row["topic"],
-                        int(row["partition"]), int(row["size_bytes"]), row.get("is_leader"))
 
 
 def round_volumes(rd: Round) -> list[VolumePoint]:
@@ -91,8 +79,8 @@ class ForecastWindow:
         newest: int | None = None
         for name in sorted(names, reverse=True):
             try:
-                volumes = [volume_point(r) for r in _rows(landing / "volumes" / name, VOLUMES)]
-                replicas = [replica_point(r) for r in
+                volumes = [VolumePoint.from_record(r) for r in _rows(landing / "volumes" / name, VOLUMES)]
+                replicas = [ReplicaPoint.from_record(r) for r in
                             _rows(landing / "partition_sizes" / name, PARTITION_SIZES)]
             except (InputError, OSError) as exc:
                 print(f"warning: forecast window: skipped landed round {name}: {exc}", file=sys.stderr)

@@ -20,12 +20,6 @@ from quotaplane.forecast.engine.replicas import ReplicaPoint
 from quotaplane.storage.engine.rounds import Round
 
 
-def partition_row(r: ReplicaPoint) -> dict[str, Any]:
-    """A `partition_sizes` row, its fields in the schema's order."""
-    return {"ts": r.ts_ms, "cluster": r.cluster, "broker_id": r.broker_id, "log_dir": r.log_dir,
-            "topic": r.topic, "partition": r.partition, "size_bytes": r.size_bytes, "is_leader": r.is_leader}
-
-
 class Landing:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -64,5 +58,5 @@ class Landing:
             self._write("membership", name, [{**base, "broker_id": b} for b in sorted(rd.members)])
         if rd.error is not None:
             self._write("collection_errors", name, [{**base, "reason": rd.error}])
-        self._write("partition_sizes", name, [partition_row(r) for r in replicas], sort_keys=False)
+        self._write("partition_sizes", name, [r.as_record() for r in replicas], sort_keys=False)
         self._write("storage_decisions", name, list(decisions))

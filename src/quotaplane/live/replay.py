@@ -40,8 +40,6 @@ class Recorded:
 
 def read_recorded(telemetry: Path, config: StorageConfig) -> Recorded:
     """The rounds and forecast rows of a telemetry directory (`InputError` for a bad record)."""
-    from quotaplane.live.forecast import replica_point, volume_point
-
     if not telemetry.is_dir():
         raise InputError(str(telemetry), "--replay", str(telemetry), "is not a directory")
     inputs = {}
@@ -52,9 +50,10 @@ def read_recorded(telemetry: Path, config: StorageConfig) -> Recorded:
         raise InputError(str(telemetry), "--replay", str(telemetry), "holds no volumes to replay")
     rounds = group_rounds(inputs["volumes"], inputs["membership"], inputs["collection_errors"],
                           config.check_interval_ms)
+    by_time = lambda p: p.ts_ms  # noqa: E731
     return Recorded(sorted(rounds, key=lambda rd: (rd.ts, rd.cluster or "", rd.order)),
-                    sorted((volume_point(r) for r in inputs["volumes"]), key=lambda p: p.ts_ms),
-                    sorted((replica_point(r) for r in inputs["partition_sizes"]), key=lambda p: p.ts_ms))
+                    sorted(map(VolumePoint.from_record, inputs["volumes"]), key=by_time),
+                    sorted(map(ReplicaPoint.from_record, inputs["partition_sizes"]), key=by_time))
 
 
 def replay_rounds(telemetry: Path, config: StorageConfig) -> list[Round]:

@@ -17,14 +17,14 @@ import threading
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from quotaplane.forecast.engine.replicas import ReplicaPoint
 from quotaplane.forecast.engine.volumes import VolumePoint
 from quotaplane.live import enforce
 from quotaplane.live.admin import AdminError, ClusterAdmin, QuotaAlteration
-from quotaplane.live.collect import KafkaCollector
+from quotaplane.live.collect import Collected, KafkaCollector
 from quotaplane.live.forecast import ForecastWindow, round_volumes
 from quotaplane.live.landing import Landing
 from quotaplane.live.metrics import LiveStatus
@@ -32,21 +32,8 @@ from quotaplane.live.state import ServiceState, StateFile
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.engine.rounds import Round, RoundEvaluator
 
-
-@dataclass(frozen=True)
-class Collected:
-    """One round from a source with what the forecast takes from it: the partition replica sizes
-    observed, the volume observations (None: the round's own, as landed) and the replicas left out
-    (by rule)."""
-
-    round: Round
-    replicas: tuple[ReplicaPoint, ...] = ()
-    volumes: tuple[VolumePoint, ...] | None = None
-    dropped: Mapping[str, int] = field(default_factory=dict)
-
-
 # (poll id, now ms, throttling broker) -> the next round, None when there is none
-RoundSource = Callable[[int, int, "int | None"], "Round | Collected | None"]
+RoundSource = Callable[[int, int, "int | None"], "Collected | None"]
 
 
 @dataclass
@@ -98,10 +85,7 @@ def replay_source(rounds: list[Round], volumes: Sequence[VolumePoint] | None = N
 
 
 def kafka_source(collector: KafkaCollector) -> RoundSource:
-    def collect(poll_id: int, now_ms: int, throttling: int | None) -> Collected:
-        rd = collector.collect(poll_id, now_ms, throttling)
-        return Collected(rd, tuple(collector.replicas), None, dict(collector.dropped))
-    return collect
+    return collector.collect
 
 
 class Service:
@@ -145,10 +129,9 @@ class Service:
         number = self.state.rounds + 1
         now_ms = int(self.clock() * 1000)
         last = self.status.decision
-        got = self.source(number, now_ms, last.throttling_broker_id if last is not None else None)
-        if got is None:
+        collected = self.source(number, now_ms, last.throttling_broker_id if last is not None else None)
+        if collected is None:
             return False
-        collected = got if isinstance(got, Collected) else Collected(got)
         rd = collected.round
         decided = self.evaluator.evaluate(rd)
         decision, row = decided[0]

@@ -29,9 +29,10 @@ so the raw slope (which a sawtooth of segment deletes bends either way) is not i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
+from typing import Any
 
 from quotaplane.forecast.engine.trend import midpoint_ms, per_second, trend
 
@@ -54,6 +55,18 @@ class ReplicaPoint:
     @property
     def key(self) -> ReplicaKey:
         return (self.cluster, self.broker_id, self.log_dir, self.topic, self.partition)
+
+    @classmethod
+    def from_record(cls, row: Mapping[str, Any]) -> ReplicaPoint:
+        """A typed `partition_sizes` record (as the readers give it) as a point."""
+        return cls(row["ts"], row["cluster"], row["broker_id"], row["log_dir"], row["topic"],
+                   row["partition"], row["size_bytes"], row.get("is_leader"))
+
+    def as_record(self) -> dict[str, Any]:
+        """The `partition_sizes` record, its fields in the schema's order."""
+        return {"ts": self.ts_ms, "cluster": self.cluster, "broker_id": self.broker_id,
+                "log_dir": self.log_dir, "topic": self.topic, "partition": self.partition,
+                "size_bytes": self.size_bytes, "is_leader": self.is_leader}
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ observed in `(at - window, at]`:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +50,12 @@ class VolumePoint:
     @property
     def key(self) -> VolumeKey:
         return (self.cluster, self.broker_id, self.log_dir)
+
+    @classmethod
+    def from_record(cls, row: Mapping[str, Any]) -> VolumePoint:
+        """A typed `volumes` record (as the readers give it) as a point."""
+        return cls(row["ts"], row["cluster"], row["broker_id"], row["log_dir"], row["total_bytes"],
+                   row["available_bytes"])
 
 
 @dataclass(frozen=True)
