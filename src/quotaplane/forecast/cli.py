@@ -17,13 +17,7 @@ from quotaplane.core.errors import ConfigError, InputError
 from quotaplane.core.fields import FieldProblem, convert
 from quotaplane.core.policy import find_input
 from quotaplane.core.telemetry_files import read_input
-from quotaplane.forecast.config import (
-    DEFAULT_HORIZON_MS,
-    DEFAULT_LOOKBACK_MS,
-    DEFAULT_WINDOW_MS,
-    ForecastSettings,
-    parse_duration_ms,
-)
+from quotaplane.forecast.config import ForecastSettings, settings_of
 from quotaplane.forecast.engine.backlog import BacklogForecast, BacklogTick, forecast_backlogs
 from quotaplane.forecast.engine.replicas import ReplicaPoint
 from quotaplane.forecast.engine.volumes import VolumeForecast, VolumePoint, forecast_volumes
@@ -51,15 +45,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metrics", metavar="FILE",
                    help="also write the forecast metrics in Prometheus text format to FILE ('-': stderr)")
     p.set_defaults(func=run)
-
-
-def settings_of(window: str | None, horizon: str | None, lookback: str | None = None,
-                prefix: str = "--") -> ForecastSettings:
-    """Settings from duration texts (None: the default), errors naming `<prefix>window` etc."""
-    window_ms = parse_duration_ms(f"{prefix}window", window) if window else DEFAULT_WINDOW_MS
-    horizon_ms = parse_duration_ms(f"{prefix}horizon", horizon) if horizon else DEFAULT_HORIZON_MS
-    lookback_ms = parse_duration_ms(f"{prefix}lookback", lookback) if lookback else DEFAULT_LOOKBACK_MS
-    return ForecastSettings(window_ms=window_ms, horizon_ms=horizon_ms, lookback_ms=lookback_ms)
 
 
 def parse_at(text: str | None) -> int | None:

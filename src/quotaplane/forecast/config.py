@@ -56,3 +56,12 @@ def parse_duration_ms(option: str, text: str) -> int:
     if ms <= 0:
         raise ConfigError(option, text, "must be longer than 0 ms")
     return ms
+
+
+def settings_of(window: str | None, horizon: str | None, lookback: str | None = None,
+                prefix: str = "--") -> ForecastSettings:
+    """Settings from duration texts (None: the default), errors naming `<prefix>window` etc."""
+    window_ms = parse_duration_ms(f"{prefix}window", window) if window else DEFAULT_WINDOW_MS
+    horizon_ms = parse_duration_ms(f"{prefix}horizon", horizon) if horizon else DEFAULT_HORIZON_MS
+    lookback_ms = parse_duration_ms(f"{prefix}lookback", lookback) if lookback else DEFAULT_LOOKBACK_MS
+    return ForecastSettings(window_ms=window_ms, horizon_ms=horizon_ms, lookback_ms=lookback_ms)

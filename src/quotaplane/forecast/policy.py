@@ -12,8 +12,7 @@ from pathlib import Path
 
 from quotaplane.backlog.outputs import BacklogChecks
 from quotaplane.core.policy import Outputs, Policy, RunConfigs, StageContext, StageResult, find_input
-from quotaplane.forecast.cli import settings_of
-from quotaplane.forecast.config import ForecastSettings
+from quotaplane.forecast.config import ForecastSettings, settings_of
 from quotaplane.forecast.records import INPUTS
 from quotaplane.storage.config import StorageConfig, load_storage_config
 

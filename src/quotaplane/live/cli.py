@@ -86,7 +86,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from prometheus_client import CollectorRegistry
 
     from quotaplane.core.properties import load_properties
-    from quotaplane.forecast.config import ForecastSettings, parse_duration_ms
+    from quotaplane.forecast.config import settings_of
     from quotaplane.live.collect import KafkaCollector
     from quotaplane.live.forecast import ForecastWindow
     from quotaplane.live.http import Endpoints
@@ -113,8 +113,7 @@ def run_serve(args: argparse.Namespace) -> int:
         raise ConfigError("--interval", interval,
                           "needed: the config's check interval is 0 (polling disabled)")
     speed = _speed(args.speed) if args.replay is not None else None
-    settings = ForecastSettings(parse_duration_ms("--forecast-window", args.forecast_window),
-                                parse_duration_ms("--forecast-horizon", args.forecast_horizon))
+    settings = settings_of(args.forecast_window, args.forecast_horizon, prefix="--forecast-")
     base_quotas = _quota_entities(args.client_quotas) if args.client_quotas else None
     properties = load_properties(args.command_config) if args.command_config else {}
     state = StateFile(args.state) if args.state else None
