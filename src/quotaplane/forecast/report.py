@@ -16,6 +16,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from quotaplane.core.report import Section
+from quotaplane.forecast.engine.timing import band
 
 GIB = float(1 << 30)
 PLOTTED = 4
@@ -69,9 +70,7 @@ def _cone(row: Mapping[str, Any], history: Sequence[tuple[int, int]], horizon_s:
     hours = [(t - at) / 3_600_000 for t, _ in history]
     ax.plot(hours, [a / GIB for _, a in history], color="#1f5fbf", label="available (observed)")
     growth = row["growth_bytes_per_second"] or 0.0
-    recent = row["recent_growth_bytes_per_second"]
-    fast = max(growth, recent) if recent is not None else growth
-    slow = min(growth, recent) if recent is not None else growth
+    slow, fast = band(growth, row["recent_growth_bytes_per_second"])
     to_full = row["seconds_to_full"]
     span = min(horizon_s, max(3600.0, 1.5 * to_full) if to_full else 86400.0)
     available = row["available_bytes"]

@@ -30,6 +30,7 @@ from quotaplane.storage.records import VOLUMES
 
 NAME = "forecast"
 HISTORY_POINTS = 240
+HISTORY_WINDOWS = 2  # the report plots the observed history over this many fit windows
 
 
 def _plain(row: Any) -> dict[str, Any]:
@@ -66,27 +67,29 @@ def _volume_forecasts(ctx: StageContext,
                              ctx.out_dir / "quarantine" / PARTITION_SIZES.name)
         counts.append(checked.counts)
         sizes = checked.used
+    # one more read of the volumes after their last time: the plotted span (which holds the fit
+    # window), cached for the forecast and the plots
+    recent = in_window(volumes, "ts", at_ms, HISTORY_WINDOWS * config.settings.window_ms).persist()
     try:
-        table = forecast_volumes(volumes, sizes, config.storage, config.settings, at_ms)
+        table = forecast_volumes(recent, sizes, config.storage, config.settings, at_ms)
         table.write.mode("overwrite").parquet(str(ctx.out_dir / "storage_forecast"))
+        rows = [_plain(r) for r in ctx.spark.read.parquet(str(ctx.out_dir / "storage_forecast")).collect()]
+        bucket_ms = max(1, HISTORY_WINDOWS * config.settings.window_ms // HISTORY_POINTS)
+        return rows, counts, _histories(recent, ranked_volumes(rows)[:PLOTTED], bucket_ms)
     finally:
         if checked is not None:
             checked.release()
-    rows = [_plain(r) for r in ctx.spark.read.parquet(str(ctx.out_dir / "storage_forecast")).collect()]
-    plotted = ranked_volumes(rows)[:PLOTTED]
-    return rows, counts, _histories(volumes, plotted, at_ms, config.settings.window_ms)
+        recent.unpersist()
 
 
-def _histories(volumes: DataFrame, rows: list[dict[str, Any]], at_ms: int,
-               window_ms: int) -> dict[Any, list[tuple[int, int]]]:
-    """The plotted volumes' available bytes over two windows before the forecast time, at most
-    `HISTORY_POINTS` points each (the least available bytes per time bucket)."""
+def _histories(recent: DataFrame, rows: list[dict[str, Any]], bucket_ms: int) -> History:
+    """The plotted volumes' available bytes in `recent` (the last `HISTORY_WINDOWS` fit windows),
+    at most `HISTORY_POINTS` points each (the least available bytes per time bucket)."""
     if not rows:
         return {}
-    bucket_ms = max(1, 2 * window_ms // HISTORY_POINTS)
     key = F.concat_ws("/", F.col("broker_id").cast("string"), "log_dir", "cluster")
     wanted = [f"{r['broker_id']}/{r['log_dir']}/{r['cluster']}" for r in rows]
-    picked = in_window(volumes, "ts", at_ms, 2 * window_ms).where(key.isin(wanted))
+    picked = recent.where(key.isin(wanted))
     bucket = (F.col("ts") - F.col("ts") % bucket_ms).alias("b")
     points = (picked.groupBy("cluster", "broker_id", "log_dir", bucket)
               .agg(F.max("ts").alias("ts"), F.min("available_bytes").alias("a")).collect())
