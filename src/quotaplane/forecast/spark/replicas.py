@@ -1,9 +1,9 @@
 """Replica growth with Spark: the twin of `quotaplane.forecast.engine.replicas`.
 
 One window over each replica (ordered by time) gives every point the previous size (a drop is
-`size < previous`) and the first and last time of its window points and of its troughs; one
-aggregation per replica gives the trend of the window and the first, middle and last trough; the
-partition leader's growth is then given to its followers.
+`size < previous`) and the first and last time of its window points and of its troughs
+(`quotaplane.forecast.spark.trend`); one aggregation per replica gives the trend of the window and
+the first, middle and last trough; the partition leader's growth is then given to its followers.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from quotaplane.forecast.spark.trend import per_second
+from quotaplane.forecast.spark.trend import per_second, point_aggregates, trend_columns, with_span
 
 REPLICA = ("cluster", "broker_id", "log_dir", "topic", "partition")
 PARTITION = ("cluster", "topic", "partition")
@@ -47,31 +47,19 @@ def replica_growth(sizes: DataFrame, window_start_ms: int) -> DataFrame:
     """Per replica, from its points of the history: `size_bytes` and `last_ts` at its last point,
     `drops`, `rate`, `recent`, `is_leader`; the fit window is `ts > window_start_ms`."""
     ordered = Window.partitionBy(*REPLICA).orderBy("ts")
-    whole = Window.partitionBy(*REPLICA)
     in_window = F.col("ts") > F.lit(window_start_ms)
     points = one_per_time(sizes).select("*", F.lag("size_bytes").over(ordered).alias("_prev"))
     is_trough = F.col("size_bytes") < F.col("_prev")
-    points = points.select(
-        "*", F.min(F.when(in_window, F.col("ts"))).over(whole).alias("_t0"),
-        F.max(F.when(in_window, F.col("ts"))).over(whole).alias("_t1"),
-        F.min(F.when(is_trough, F.col("ts"))).over(whole).alias("_r0"),
-        F.max(F.when(is_trough, F.col("ts"))).over(whole).alias("_r1"))
-    points = points.select("*", (F.col("_t0") + F.expr("(_t1 - _t0) div 2")).alias("_mid"),
-                           (F.col("_r0") + F.expr("(_r1 - _r0) div 2")).alias("_rmid"))
-    point = F.struct(F.col("ts").alias("ts"), F.col("size_bytes").alias("v"))
-    trough = F.when(is_trough, point)
+    points = with_span(with_span(points, REPLICA, where=in_window), REPLICA, where=is_trough, span="r")
     agg = points.groupBy(*REPLICA).agg(
-        F.min(F.when(in_window, point)).alias("first"), F.max(F.when(in_window, point)).alias("mid_last"),
-        F.max(F.when(in_window & (F.col("ts") <= F.col("_mid")), point)).alias("mid"),
-        F.max(point).alias("last"), F.count(trough).alias("drops"), F.min(trough).alias("_tr0"),
-        F.max(trough).alias("_tr1"),
-        F.max(F.when(is_trough & (F.col("ts") <= F.col("_rmid")), point)).alias("_trm"),
+        *point_aggregates("ts", "size_bytes", "w_", in_window),
+        *point_aggregates("ts", "size_bytes", "tr_", is_trough, span="r"),
+        F.max(F.struct(F.col("ts").alias("ts"), F.col("size_bytes").alias("v"))).alias("last"),
+        F.count(F.when(is_trough, 1)).alias("drops"),
         F.max(F.struct(F.col("ts"), F.col("is_leader"))).alias("_lead"))
-    first, last, mid = F.col("first"), F.col("mid_last"), F.col("mid")
-    moved = last.ts > first.ts
-    rate = F.coalesce(F.when(moved, per_second(last.v - first.v, last.ts - first.ts)), F.lit(0.0))
-    recent = F.coalesce(F.when(moved, per_second(last.v - mid.v, last.ts - mid.ts)), F.lit(0.0))
-    trough_rate, trough_recent, trough_acc = _trough_growth(F.col("_tr0"), F.col("_tr1"), F.col("_trm"))
+    rate, recent = (F.coalesce(c, F.lit(0.0)) for c in trend_columns("w_"))
+    troughs = (F.col("tr_first"), F.col("tr_last"), F.col("tr_mid"))
+    trough_rate, trough_recent, trough_acc = _trough_growth(*troughs)
     saturated = F.col("drops") > 0
     return agg.select(
         *REPLICA, F.col("last.v").alias("size_bytes"), F.col("last.ts").alias("last_ts"),

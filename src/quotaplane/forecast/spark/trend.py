@@ -18,18 +18,26 @@ def per_second(delta: Column, span_ms: Column) -> Column:
     return (delta * F.lit(1000)).cast("double") / span_ms.cast("double")
 
 
-def with_span(df: DataFrame, keys: Sequence[str], ts: str = "ts") -> DataFrame:
-    """Add `_t0`, `_t1` (the series' first and last time) and `_mid` (the midpoint, whole ms)."""
+def with_span(df: DataFrame, keys: Sequence[str], ts: str = "ts", where: Column | None = None,
+              span: str = "") -> DataFrame:
+    """Add `_t0{span}`, `_t1{span}` (the series' first and last time, over its points where `where`
+    holds) and `_mid{span}` (their midpoint, whole ms)."""
     whole = Window.partitionBy(*keys)
-    out = df.select("*", F.min(ts).over(whole).alias("_t0"), F.max(ts).over(whole).alias("_t1"))
-    return out.withColumn("_mid", F.col("_t0") + F.expr("(_t1 - _t0) div 2"))
+    time = F.col(ts) if where is None else F.when(where, F.col(ts))
+    t0, t1 = f"_t0{span}", f"_t1{span}"
+    out = df.select("*", F.min(time).over(whole).alias(t0), F.max(time).over(whole).alias(t1))
+    return out.withColumn(f"_mid{span}", F.col(t0) + F.expr(f"({t1} - {t0}) div 2"))
 
 
-def point_aggregates(ts: str, value: str, prefix: str = "") -> list[Column]:
-    """The aggregates of `trend_columns`: first, last and mid points as `(ts, value)` structs."""
+def point_aggregates(ts: str, value: str, prefix: str = "", where: Column | None = None,
+                     span: str = "") -> list[Column]:
+    """The aggregates of `trend_columns`: first, last and mid points (`mid`: the last at or before
+    `_mid{span}` of `with_span`) as `(ts, value)` structs, over the points where `where` holds."""
     point = F.struct(F.col(ts).alias("ts"), F.col(value).alias("v"))
-    return [F.min(point).alias(f"{prefix}first"), F.max(point).alias(f"{prefix}last"),
-            F.max(F.when(F.col(ts) <= F.col("_mid"), point)).alias(f"{prefix}mid")]
+    kept = point if where is None else F.when(where, point)
+    middle = F.col(ts) <= F.col(f"_mid{span}")
+    return [F.min(kept).alias(f"{prefix}first"), F.max(kept).alias(f"{prefix}last"),
+            F.max(F.when(middle if where is None else where & middle, point)).alias(f"{prefix}mid")]
 
 
 def trend_columns(prefix: str = "") -> tuple[Column, Column]:
