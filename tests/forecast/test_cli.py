@@ -60,3 +60,11 @@ def test_a_bad_row_names_its_file_line_and_field(telemetry: Path, capsys) -> Non
     part.write_text(part.read_text() + json.dumps(bad) + "\n")
     code, _, err = run(capsys, "--telemetry", str(telemetry))
     assert code == 2 and "part-0.jsonl:5" in err and "size_bytes" in err and "must not be negative" in err
+
+
+def test_a_forecast_time_with_nothing_in_its_window_says_so(telemetry: Path, capsys) -> None:
+    code, rows, err = run(capsys, "--telemetry", str(telemetry), "--at", "2000-01-01T00:00:00Z")
+    assert code == 0 and rows == []
+    assert "warning: volumes: nothing observed in the window (1999-12-31T18:00:00.000Z, " \
+        "2000-01-01T00:00:00.000Z]; its observations span 1970-01-01T00:00:00.000Z to " \
+        "1970-01-01T00:01:40.000Z" in err

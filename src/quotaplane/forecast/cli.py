@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -87,19 +88,38 @@ def backlog_ticks(telemetry: Path, policies_path: Path) -> list[BacklogTick]:
 
 
 def forecast(telemetry: Path, config: StorageConfig | None, policies: Path | None, settings: ForecastSettings,
-             at_ms: int | None) -> tuple[list[VolumeForecast], list[BacklogForecast]]:
+             at_ms: int | None) -> tuple[list[VolumeForecast], list[BacklogForecast], list[str]]:
+    """The forecasts, and why an input with rows gave none (nothing observed in the window)."""
     if not telemetry.is_dir():
         raise InputError(str(telemetry), "--telemetry", str(telemetry), "is not a directory")
-    volumes = forecast_volumes(volume_points(telemetry), replica_points(telemetry), config, settings, at_ms)
-    backlogs = forecast_backlogs(backlog_ticks(telemetry, policies), settings, at_ms) if policies else []
-    return volumes, backlogs
+    points = volume_points(telemetry)
+    volumes = forecast_volumes(points, replica_points(telemetry), config, settings, at_ms)
+    ticks = backlog_ticks(telemetry, policies) if policies else []
+    backlogs = forecast_backlogs(ticks, settings, at_ms)
+    notes = [_nothing_in_window(name, [p.ts_ms for p in rows], settings.window_ms, at_ms)
+             for name, rows in (("volumes", points), ("backlog_snapshots", ticks))]
+    return volumes, backlogs, [n for n in notes if n]
+
+
+def _nothing_in_window(name: str, times: list[int], window_ms: int, at_ms: int | None) -> str | None:
+    """Why an input with rows has no forecast: none of them in `(at - window, at]`."""
+    if at_ms is None or not times or any(at_ms - window_ms < t <= at_ms for t in times):
+        return None  # without --at the window ends at the last observation
+    return (f"{name}: nothing observed in the window ({_iso(at_ms - window_ms)}, {_iso(at_ms)}]; "
+            f"its observations span {_iso(min(times))} to {_iso(max(times))}")
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_of(args.window, args.horizon, args.lookback)
     at_ms = parse_at(args.at)
     config = load_storage_config(args.config) if args.config else None
-    volumes, backlogs = forecast(args.telemetry, config, args.backlog_policies, settings, at_ms)
+    volumes, backlogs, notes = forecast(args.telemetry, config, args.backlog_policies, settings, at_ms)
+    for note in notes:
+        print(f"warning: {note}", file=sys.stderr)
     out = sys.stdout
     for row in [*(v.as_dict() for v in volumes), *(b.as_dict() for b in backlogs)]:
         out.write(json.dumps(row) + "\n")
