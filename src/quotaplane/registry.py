@@ -12,11 +12,12 @@ from quotaplane.backlog.policy import BacklogPolicy
 from quotaplane.clients.policy import ClientsPolicy
 from quotaplane.core.policy import Input, Policy
 from quotaplane.forecast.policy import ForecastPolicy
+from quotaplane.notices.policy import NoticesPolicy
 from quotaplane.storage.policy import StoragePolicy
 from quotaplane.topics.policy import TopicsPolicy
 
 POLICIES: tuple[Policy[Any], ...] = (StoragePolicy(), BacklogPolicy(), TopicsPolicy(), ClientsPolicy(),
-                                     ForecastPolicy())
+                                     NoticesPolicy(), ForecastPolicy())
 
 
 def policy(name: str) -> Policy[Any]:

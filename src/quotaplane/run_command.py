@@ -19,6 +19,7 @@ EXAMPLE_CONFIG_FILES = {
     "client_quotas": "client-quotas.json",
     "topics": "topics.properties",
     "backlog_policies": "backlog-policies.json",
+    "notices": "notices.properties",
 }
 
 
@@ -54,6 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--client-quotas", type=Path, help="Kafka client quotas (JSON or kafka-configs text)")
     p.add_argument("--topic-config", type=Path, help="topic bytes-in thresholds (.properties)")
     p.add_argument("--backlog-policies", type=Path, help="Pulsar backlog quota policies (JSON)")
+    p.add_argument("--notices", type=Path,
+                   help="producer throttle notices (PIP-385): Pulsar publish limits (.properties)")
     p.add_argument("--forecast-window", metavar="DURATION", help="forecast fit window (default 6h)")
     p.add_argument("--forecast-horizon", metavar="DURATION", help="forecast horizon (default 7d)")
     p.add_argument("--out", type=Path, default=Path("out"), help="output directory (default: ./out)")
@@ -70,7 +73,8 @@ def _run(args: argparse.Namespace) -> int:
 
     given = RunConfigs(storage=args.config, storage_compare=args.compare_config,
                        client_quotas=args.client_quotas, topics=args.topic_config,
-                       backlog_policies=args.backlog_policies, forecast_window=args.forecast_window,
+                       backlog_policies=args.backlog_policies, notices=args.notices,
+                       forecast_window=args.forecast_window,
                        forecast_horizon=args.forecast_horizon)
     if args.telemetry is None:
         telemetry, configs = bundled_example()

@@ -84,6 +84,7 @@ class RunConfigs:
     client_quotas: Path | None = None
     topics: Path | None = None
     backlog_policies: Path | None = None
+    notices: Path | None = None
     #: the forecast's fit window and horizon (`6h`, `7d`; None: the defaults)
     forecast_window: str | None = None
     forecast_horizon: str | None = None

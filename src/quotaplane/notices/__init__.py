@@ -1,0 +1,1 @@
+"""PIP-385 producer throttle notices: the broker's notices, receipts and pauses (docs/notices.md)."""
