@@ -1,0 +1,1 @@
+"""The notices reference engine: pure Python, no pyspark (docs/notices.md)."""
