@@ -2,8 +2,8 @@
 
 Everything the service is given is checked before it touches the cluster (exit 2, one line, nothing
 altered): the storage configuration, the mode (`--bootstrap-servers` or `--replay`), `--command-config`,
-`--client-quotas`, that `--state` and `--landing` can be written and that the metrics port is free,
-and that the bootstrap servers answer. See docs/live.md.
+`--client-quotas`, that `--state` and `--landing` can be written, that the metrics port and the
+notice port are free, and that the bootstrap servers answer. See docs/live.md.
 """
 
 from __future__ import annotations
@@ -49,6 +49,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--landing", type=Path, metavar="DIR", help="append every round's telemetry here")
     p.add_argument("--metrics-host", default="127.0.0.1", help="HTTP host (default 127.0.0.1)")
     p.add_argument("--metrics-port", type=int, default=9464, help="HTTP port (default 9464; 0: any free)")
+    p.add_argument("--notice-port", type=int, metavar="PORT",
+                   help="open the PIP-385 notice channel on this TCP port (0: any free; default: no "
+                   "channel): producers that connect are sent BrokerProduceQuotaExceeded while the factor "
+                   "is below 1 (docs/notices.md)")
+    p.add_argument("--notice-host", default="127.0.0.1", help="notice channel host (default 127.0.0.1)")
+    p.add_argument("--notice-receipt-wait-ms", type=int, default=100, metavar="MS",
+                   help="how long a notice's receipt is awaited before it is late "
+                   "(throttleProducerReceiptWaitTimeMillis; default 100)")
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="Admin API request timeout (default 10)")
     p.add_argument("--forecast-window", default="6h", metavar="DURATION",
@@ -92,6 +100,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from quotaplane.live.http import Endpoints
     from quotaplane.live.landing import Landing
     from quotaplane.live.metrics import LiveMetrics, LiveStatus
+    from quotaplane.live.notice_channel import NoticeChannel
     from quotaplane.live.replay import InMemoryQuotas, read_recorded
     from quotaplane.live.service import Options, Service, kafka_source, replay_source
     from quotaplane.live.state import StateFile
@@ -113,6 +122,10 @@ def run_serve(args: argparse.Namespace) -> int:
         raise ConfigError("--interval", interval,
                           "needed: the config's check interval is 0 (polling disabled)")
     speed = _speed(args.speed) if args.replay is not None else None
+    if args.notice_port is not None and not 0 <= args.notice_port <= 65535:
+        raise ConfigError("--notice-port", args.notice_port, "must be a TCP port, 0..65535 (0: any free)")
+    if args.notice_receipt_wait_ms < 0:
+        raise ConfigError("--notice-receipt-wait-ms", args.notice_receipt_wait_ms, "must be >= 0")
     settings = settings_of(args.forecast_window, args.forecast_horizon, prefix="--forecast-")
     base_quotas = _quota_entities(args.client_quotas) if args.client_quotas else None
     properties = load_properties(args.command_config) if args.command_config else {}
@@ -133,7 +146,12 @@ def run_serve(args: argparse.Namespace) -> int:
     http = Endpoints(args.metrics_host, args.metrics_port, registry, status, interval or 1.0,
                      threading.Lock())
     admin: ClusterAdmin | None = None
+    notices: NoticeChannel | None = None
     try:
+        if args.notice_port is not None:
+            notices = NoticeChannel(args.notice_host, args.notice_port, args.notice_receipt_wait_ms,
+                                    registry=registry)
+            notices.start()
         done = state.load().rounds if state is not None else 0
         if recorded is not None and rounds is not None:
             quotas: ClusterAdmin = InMemoryQuotas(base_quotas)  # type: ignore[assignment]
@@ -153,7 +171,7 @@ def run_serve(args: argparse.Namespace) -> int:
             quotas = admin
             source, gap = kafka_source(KafkaCollector(admin, args.cluster, config)), None
         service = Service(config, source, quotas, status, Options(interval, args.rounds, args.dry_run),
-                          state, landing, forecast=window)
+                          state, landing, forecast=window, notices=notices)
         service.lock = http.lock
         if base_quotas is not None and rounds is None:
             service.state.bases.base.update(
@@ -164,10 +182,16 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"quotaplane serve: /metrics on http://{args.metrics_host}:{http.port}/metrics "
               f"({'replay of ' + str(args.replay) if rounds is not None else args.bootstrap_servers})",
               file=sys.stderr, flush=True)
+        if notices is not None:
+            host, port = notices.address
+            print(f"quotaplane serve: notice channel on {host}:{port} (receipts awaited "
+                  f"{args.notice_receipt_wait_ms} ms)", file=sys.stderr, flush=True)
         return service.run(gap)
     except InputError:
         raise
     finally:
+        if notices is not None:
+            notices.stop()
         http.close()
         if admin is not None:
             admin.close()

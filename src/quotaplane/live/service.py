@@ -5,8 +5,9 @@ reference engine decides (`RoundEvaluator`, the same code as the batch backtest'
 client quotas are brought to the factor (`enforce.plan`: only changed entities are altered; a failed
 alteration is retried next round, since the cluster still differs); the state is saved atomically;
 the round is landed; the forecast window takes the round's volumes and partition replica sizes and
-the volumes are forecast (`quotaplane.live.forecast`); one structured log line (JSON) is printed. A
-stop request (SIGTERM/SIGINT) ends the loop after the current round, with the state flushed.
+the volumes are forecast (`quotaplane.live.forecast`); with a notice channel, a round whose factor is
+below 1 sends `BrokerProduceQuotaExceeded` notices (`notify`); one structured log line (JSON) is
+printed. A stop request (SIGTERM/SIGINT) ends the loop after the current round, with the state flushed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from quotaplane.forecast.engine.replicas import ReplicaPoint
 from quotaplane.forecast.engine.volumes import VolumePoint
@@ -29,8 +30,12 @@ from quotaplane.live.forecast import ForecastWindow, round_volumes
 from quotaplane.live.landing import Landing
 from quotaplane.live.metrics import LiveStatus
 from quotaplane.live.state import ServiceState, StateFile
+from quotaplane.notices.protocol import Reason
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.engine.rounds import Round, RoundEvaluator
+
+if TYPE_CHECKING:
+    from quotaplane.live.notice_channel import NoticeChannel
 
 # (poll id, now ms, throttling broker) -> the next round, None when there is none
 RoundSource = Callable[[int, int, "int | None"], "Collected | None"]
@@ -92,7 +97,8 @@ class Service:
     def __init__(self, config: StorageConfig, source: RoundSource, quotas: ClusterAdmin, status: LiveStatus,
                  options: Options, state_file: StateFile | None = None, landing: Landing | None = None,
                  log: TextIO | None = None, sleep: Callable[[float], Any] | None = None,
-                 clock: Callable[[], float] = time.time, forecast: ForecastWindow | None = None) -> None:
+                 clock: Callable[[], float] = time.time, forecast: ForecastWindow | None = None,
+                 notices: NoticeChannel | None = None) -> None:
         self.config = config
         self.source = source
         self.quotas = quotas
@@ -107,6 +113,7 @@ class Service:
         self.clock = clock
         self.evaluator = RoundEvaluator(config)
         self.forecast = forecast
+        self.notices = notices
         self.lock = threading.Lock()  # the HTTP threads read `status` while a round updates it
 
     def run(self, gap: Callable[[], float | None] | None = None) -> int:
@@ -136,6 +143,7 @@ class Service:
         decided = self.evaluator.evaluate(rd)
         decision, row = decided[0]
         alterations, failed = self._enforce(decision.throttle_factor)
+        notified = self.notify(decision.throttle_factor)
         if self.landing is not None:  # landed first: a round redone after a crash overwrites its files
             self.landing.land(number, rd, [r for _, r in decided], collected.replicas)
         self.state.rounds = number
@@ -159,8 +167,26 @@ class Service:
                 s.forecasts = forecasts
             s.last_round_unix = self.clock()
             s.last_round_seconds = time.perf_counter() - started
-        self._log(number, rd, row, alterations, failed, collected.dropped)
+        self._log(number, rd, row, alterations, failed, collected.dropped, notified)
         return True
+
+    def notify(self, factor: float) -> int | str | None:
+        """docs/notices.md "The notice channel": while the storage factor cuts produce (< 1), every
+        producer registered on the notice channel, except those of excluded principals, is sent
+        `BrokerProduceQuotaExceeded` with a pause of one interval (until the next round re-decides);
+        none at factor 1. The notices sent, None without a channel, or the error that stopped them
+        (the round goes on)."""
+        if self.notices is None:
+            return None
+        if not factor < 1.0:
+            return 0
+        excluded = self.config.excluded_principals
+        try:
+            return len(self.notices.throttle(
+                reason=Reason.BrokerProduceQuotaExceeded, pause_ms=round(self.options.interval_s * 1000),
+                exclude_principals={*excluded, *(f"User:{name}" for name in excluded)}))
+        except Exception as exc:  # the channel's failure never stops the control loop
+            return f"{type(exc).__name__}: {exc}"
 
     def _enforce(self, factor: float) -> tuple[list[QuotaAlteration], list[str]]:
         bases = self.state.bases
@@ -197,7 +223,7 @@ class Service:
         return changes, failed
 
     def _log(self, number: int, rd: Round, row: dict[str, Any], changes: list[QuotaAlteration],
-             failed: list[str], dropped: Mapping[str, int]) -> None:
+             failed: list[str], dropped: Mapping[str, int], notified: int | str | None = None) -> None:
         volume = None
         if row["throttling_broker_id"] is not None:
             volume = {"broker_id": row["throttling_broker_id"], "log_dir": row["throttling_log_dir"]}
@@ -210,4 +236,8 @@ class Service:
                 "failed": failed}
         if dropped:
             line["dropped_replicas"] = dict(dropped)
+        if isinstance(notified, int):
+            line["notices_sent"] = notified
+        elif notified is not None:
+            line["notice_error"] = notified
         print(json.dumps(line), file=self.log if self.log is not None else sys.stderr, flush=True)
