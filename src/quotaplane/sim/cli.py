@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--format", default="jsonl", choices=["jsonl", "csv", "parquet"], help="file format")
     p.add_argument("--kinds", help="comma-separated kinds to write (default: the scenario's, most: all): "
                    "volumes, membership, collection_errors, partition_sizes, client_requests, "
-                   "topic_requests, backlog_snapshots")
+                   "topic_requests, backlog_snapshots, producer_traffic")
     p.add_argument("--chunk-rows", type=int, default=500_000,
                    help="rows generated at a time (memory bound; does not change the output)")
     p.add_argument("--part-rows", type=int, default=5_000_000,

@@ -1,8 +1,9 @@
 """The telemetry kinds the simulator writes, their columns and Arrow types.
 
 The storage kinds take their column order from the record schemas in `quotaplane.storage.records`
-(`RecordSchema.field_names`), `partition_sizes` from `quotaplane.forecast.records`; the other kinds
-follow the inputs documented in docs/telemetry.md.
+(`RecordSchema.field_names`), `partition_sizes` from `quotaplane.forecast.records`,
+`producer_traffic` from `quotaplane.notices.records` (docs/notices.md); the other kinds follow the
+inputs documented in docs/telemetry.md.
 Time fields are epoch milliseconds.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from quotaplane.forecast.records import PARTITION_SIZES
+from quotaplane.notices.records import PRODUCER_TRAFFIC
 from quotaplane.storage.records import COLLECTION_ERRORS, MEMBERSHIP, VOLUMES
 
 _STORAGE_TYPES = {"time_ms": pa.int64(), "long": pa.int64(), "string": pa.string(),
@@ -51,11 +53,13 @@ KINDS: dict[str, pa.Schema] = {
         pa.field("oldest_unacked_ledger_close_ts_ms", pa.int64(), nullable=True),
         pa.field("partitioned_topic", pa.string(), nullable=True),
     ]),
+    "producer_traffic": _from_record_schema(PRODUCER_TRAFFIC),
 }
 
 STORAGE_KINDS = ("volumes", "membership", "collection_errors", "partition_sizes")
 REQUEST_KINDS = ("client_requests", "topic_requests")
 BACKLOG_KINDS = ("backlog_snapshots",)
+PRODUCER_KINDS = ("producer_traffic",)
 QUOTA_TYPES = ("produce", "fetch", "request", "controller_mutation")
 
 

@@ -1,8 +1,8 @@
 """The simulated world: a Kafka cluster (brokers, JBOD volumes, topics, clients), how it is polled
-(collection rounds, errors), and a Pulsar cluster's topics and subscriptions.
+(collection rounds, errors), and a Pulsar cluster's topics, subscriptions and producers.
 
 The model is static structure plus a few explicit events; the generators (`storage`, `requests`,
-`backlog`) turn it into time series, vectorised over whole chunks of time. Arrays are indexed by
+`backlog`, `producers`) turn it into time series, vectorised over whole chunks of time. Arrays are indexed by
 position: broker index (not id), volume index, topic index, client index.
 """
 
@@ -212,6 +212,66 @@ class PulsarTopic:
     peak_hour: float = 14.0
 
 
+@dataclass(frozen=True)
+class PulsarConnection:
+    """A Pulsar client connection (one TCP channel) to the broker owning its producers' topics.
+
+    A `ThrottleProducer` is answered after `receipt_ms` (the median of a log-normal, sigma 0.6),
+    or, with these probabilities, late (after the broker's wait) or never; a connection without
+    `supports_throttle` never answers (docs/notices.md, Input).
+    """
+
+    connection_id: str
+    broker: str
+    supports_throttle: bool
+    receipt_ms: float = 8.0
+    late_probability: float = 0.0
+    lost_probability: float = 0.0
+
+
+@dataclass(frozen=True)
+class PulsarProducer:
+    """A producer on a connection: Poisson publish requests (batches) at `requests_per_s`.
+
+    A request carries `1 + floor((messages - 1) x noise)` messages of about `message_bytes` each;
+    its persistence takes `publish_latency_ms` (the median of a log-normal, sigma 0.5). The rate
+    follows the daily cycle `1 + a cos(2 pi (hour - peak) / 24)`.
+    """
+
+    connection: int  # index into ProducerTraffic.connections
+    producer_id: int
+    topic: str
+    requests_per_s: float
+    message_bytes: float
+    messages: float = 1.0
+    publish_latency_ms: float = 4.0
+    diurnal_amplitude: float = 0.0
+    peak_hour: float = 14.0
+
+
+@dataclass(frozen=True)
+class PublishBurst:
+    """Producers (indices) publish `rate` times as many requests of `size` times the bytes in
+    [start_ms, end_ms); with `publish_latency_ms` set, their requests take that long (the median) to
+    persist (a slow bookie)."""
+
+    producers: tuple[int, ...]
+    start_ms: int
+    end_ms: int
+    rate: float = 1.0
+    size: float = 1.0
+    publish_latency_ms: float | None = None
+
+
+@dataclass
+class ProducerTraffic:
+    """The Pulsar producers of `producer_traffic` and their explicit events."""
+
+    connections: list[PulsarConnection]
+    producers: list[PulsarProducer]
+    bursts: list[PublishBurst] = field(default_factory=list)
+
+
 @dataclass
 class ClusterModel:
     """Everything a scenario decides; the generators only read it."""
@@ -234,6 +294,10 @@ class ClusterModel:
     retention_check_ms: int = 300_000  # Kafka log.retention.check.interval.ms
     partition_interval_ms: int = 300_000  # `partition_sizes` every this often (a multiple of interval_ms)
     jitter_ms: int = 2_000  # a round's timestamp lands up to this late
+    # `producer_traffic`: the scenario's Pulsar producers (None: derived from `pulsar`)
+    producers: ProducerTraffic | None = None
+    # configuration files written beside the telemetry (file name -> text)
+    configs: dict[str, str] = field(default_factory=dict)
 
     @property
     def rounds(self) -> int:

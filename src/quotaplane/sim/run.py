@@ -2,8 +2,9 @@
 
 `generate` yields (kind, table) chunks without writing anything (tests, benchmarks);
 `simulate` writes a telemetry directory in the layout `quotaplane.core.policy.find_input`
-reads (`DIR/<kind>/part-*.<ext>`) and `DIR/manifest.json` (scenario, seed, parameters, rows per
-kind). The same scenario, parameters and format give the same bytes.
+reads (`DIR/<kind>/part-*.<ext>`), the scenario's configuration files beside it (`DIR/<file>`, e.g.
+`notices.properties`) and `DIR/manifest.json` (scenario, seed, parameters, rows per kind, configs).
+The same scenario, parameters and format give the same bytes.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import pyarrow as pa
 from quotaplane import __version__
 from quotaplane.core.errors import ConfigError
 from quotaplane.sim.backlog import BacklogGenerator
-from quotaplane.sim.kinds import BACKLOG_KINDS, KINDS, REQUEST_KINDS, STORAGE_KINDS
+from quotaplane.sim.kinds import BACKLOG_KINDS, KINDS, PRODUCER_KINDS, REQUEST_KINDS, STORAGE_KINDS
 from quotaplane.sim.model import ClusterModel
 from quotaplane.sim.params import SimParams, validate
+from quotaplane.sim.producers import ProducerTrafficGenerator
 from quotaplane.sim.requests import RequestGenerator
 from quotaplane.sim.rng import Fields
 from quotaplane.sim.scenarios import SCENARIOS, Scenario, scenario_names
@@ -64,6 +66,10 @@ def check_names(model: ClusterModel) -> None:
     names: Iterable[str] = [model.cluster, *model.volumes.log_dir, *model.topics.names, *model.clients.user,
                             *model.clients.client_id, *(t.name for t in model.pulsar),
                             *(s.name for t in model.pulsar for s in t.subscriptions)]
+    if model.producers is not None:
+        conns, producers = model.producers.connections, model.producers.producers
+        names = [*names, *(c.connection_id for c in conns), *(c.broker for c in conns),
+                 *(p.topic for p in producers)]
     for name in names:
         if not _SAFE_NAME.fullmatch(name):
             raise ConfigError("name", name, "must not contain quotes, backslashes or control characters")
@@ -71,11 +77,11 @@ def check_names(model: ClusterModel) -> None:
 
 def generate(model: ClusterModel, seed: int, kinds: Sequence[str],
              chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[tuple[str, pa.Table]]:
-    """Every chunk of every requested kind, family by family (storage, requests, backlog)."""
+    """Every chunk of every requested kind, family by family (storage, requests, backlog, producers)."""
     check_names(model)
     fields = Fields(seed)
     families = ((STORAGE_KINDS, StorageGenerator), (REQUEST_KINDS, RequestGenerator),
-                (BACKLOG_KINDS, BacklogGenerator))
+                (BACKLOG_KINDS, BacklogGenerator), (PRODUCER_KINDS, ProducerTrafficGenerator))
     for family, generator in families:
         wanted = [k for k in family if k in kinds]
         if not wanted:
@@ -114,5 +120,9 @@ def simulate(scenario: str, out: Path, overrides: dict[str, Any] | None = None,
         "rows": {k: w.rows for k, w in writers.items()},
         "files": files,
     }
+    if model.configs:
+        for name, text in model.configs.items():
+            (out / name).write_text(text, encoding="utf-8")
+        manifest["configs"] = sorted(model.configs)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest

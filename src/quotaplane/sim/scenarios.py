@@ -23,6 +23,10 @@ from quotaplane.sim.model import (
     Collection,
     ErrorWindow,
     MutationBurst,
+    ProducerTraffic,
+    PublishBurst,
+    PulsarConnection,
+    PulsarProducer,
     PulsarTopic,
     Ramp,
     Replicas,
@@ -353,6 +357,121 @@ def accelerating_topic(p: SimParams) -> ClusterModel:
     model.topics.base_rate[topic] = float(rates.min())
     model.topics.ramps.append(ramp)
     return model
+
+
+# The noisy-neighbour design (docs/notices.md): Pulsar producers sharing connections and brokers, with
+# the limits of its notices.properties. Rates are bytes/s; each connection's producers are
+# (topic, requests/s, messages per request, bytes per message).
+NOISY_BROKERS = ("pulsar-broker-0", "pulsar-broker-1")
+NOISY_BROKER_BYTE_RATE = 1_000_000
+NOISY_MAX_PENDING = 32
+NOISY_BUFFER_MB, NOISY_IO_THREADS = 2, 2
+NOISY_RECEIPT_WAIT_MS = 100
+HOT_TOPIC, HOT_TOPIC_BYTE_RATE = "acme/web/clicks", 100_000
+NOISY_GROUP, NOISY_GROUP_BYTE_RATE = "telemetry", 150_000
+NOISY_GROUP_TOPICS = ("acme/telemetry/metrics", "acme/telemetry/traces")
+NOISY_NAMESPACE, NOISY_NAMESPACE_MESSAGE_RATE = "acme/orders", 500  # a policy no topic reaches
+NOISY_CONNECTIONS: tuple[tuple[str, int, bool, float, float, tuple[tuple[str, float, float, float], ...]],
+                         ...] = (
+    # (application, broker, supports_throttle, late receipts, lost receipts, producers)
+    ("checkout-api", 0, True, 0.12, 0.04, (
+        (HOT_TOPIC, 3.0, 20, 600), ("acme/orders/events", 1.0, 8, 600),
+        ("acme/orders/audit", 0.25, 4, 400))),
+    ("clickstream-bridge", 0, False, 0.0, 0.0, (
+        (HOT_TOPIC, 2.4, 20, 500), ("acme/web/pageviews", 1.5, 20, 700),
+        ("acme/web/sessions", 0.5, 10, 500))),
+    ("order-service", 0, True, 0.05, 0.02, (
+        ("acme/orders/payments", 1.5, 4, 1200), ("acme/orders/refunds", 0.5, 2, 900),
+        ("acme/orders/events", 1.0, 8, 600), ("acme/orders/audit", 0.5, 4, 400))),
+    ("metrics-agent", 1, False, 0.0, 0.0, (
+        ("acme/telemetry/metrics-partition-0", 2.0, 25, 500),
+        ("acme/telemetry/metrics-partition-1", 2.0, 25, 500), ("acme/logs/app", 1.0, 20, 800))),
+    ("tracing-collector", 1, True, 0.10, 0.05, (
+        ("acme/telemetry/traces", 2.0, 25, 900), ("acme/logs/app", 1.0, 20, 800),
+        ("acme/logs/audit", 1.0, 20, 1000))),
+    ("log-shipper", 1, False, 0.0, 0.0, (
+        ("acme/logs/app", 1.0, 20, 800), ("acme/logs/access", 1.0, 40, 800),
+        ("acme/logs/audit", 0.5, 20, 1000))),
+)
+# Explicit bursts, seconds after the window start: (producers by (application, topic), start, end,
+# rate, size, publish latency ms).
+NOISY_BURSTS: tuple[tuple[tuple[tuple[str, str], ...], int, int, float, float, float | None], ...] = (
+    # flash sales: the hot topic surges over its policy three times
+    ((("checkout-api", HOT_TOPIC), ("clickstream-bridge", HOT_TOPIC)), 20, 32, 2.2, 1.0, None),
+    ((("checkout-api", HOT_TOPIC), ("clickstream-bridge", HOT_TOPIC)), 70, 80, 2.2, 1.0, None),
+    ((("checkout-api", HOT_TOPIC), ("clickstream-bridge", HOT_TOPIC)), 150, 158, 2.2, 1.0, None),
+    # trace sampling raised twice: the telemetry group goes over its shared rate
+    ((("tracing-collector", "acme/telemetry/traces"),), 60, 75, 3.0, 1.0, None),
+    ((("tracing-collector", "acme/telemetry/traces"),), 110, 125, 3.0, 1.0, None),
+    # a log replay: the broker's publish rate
+    ((("log-shipper", "acme/logs/access"),), 40, 55, 8.0, 5.0, None),
+    # a slow bookie under a burst: pending publish requests on the connection
+    (tuple(("order-service", t[0]) for t in NOISY_CONNECTIONS[2][5]), 90, 98, 8.0, 1.0, 2_000.0),
+    # large batches persisting slowly: the publish buffer of the connection's IO thread
+    ((("tracing-collector", "acme/logs/audit"),), 130, 140, 3.0, 6.0, 4_000.0),
+)
+
+
+@scenario("noisy-neighbour", SimParams(seed=5, brokers=2, log_dirs=1, days=0.01, interval_seconds=60,
+                                       clients=3, topics=2, pulsar_topics=0, window_hours=0.05),
+          kinds=("producer_traffic",))
+def noisy_neighbour(p: SimParams) -> ClusterModel:
+    """Pulsar producers sharing connections: every PIP-385 throttling reason, with its notices.properties.
+
+    Six client connections on two brokers (`pulsar-broker-0`, `-1`), each with three or four
+    producers (one per topic, ids 0..3), publish Poisson batches for three minutes (the window);
+    half of the connections support throttle notices, and their receipts come mostly in a few ms,
+    sometimes after the 100 ms wait or never. `acme/web/clicks` (two producers, ~60 KB/s) surges to
+    ~130 KB/s three times against its 100 KB/s policy; the `telemetry` resource group's two topics
+    (~95 KB/s) go over their shared 150 KB/s twice; `log-shipper` replays `acme/logs/access` at
+    ~1.3 MB/s for 15 s (the broker's 1 MB/s); `order-service` bursts with 2 s persistence for 8 s
+    (more than 32 pending requests); `tracing-collector` sends ~120 KB batches taking 4 s to persist
+    for 10 s (over a 1 MiB publish buffer per IO thread). `notices.properties` is written beside the
+    telemetry.
+    """
+    model = _quiet_fleet(replace(p, pulsar_topics=0), "noisy-a")
+    model.pulsar = []
+    rng = structure_rng(p.seed, "noisy-neighbour")
+    connections: list[PulsarConnection] = []
+    producers: list[PulsarProducer] = []
+    index: dict[tuple[str, str], int] = {}
+    for ci, (app, broker, supports, late, lost, topics) in enumerate(NOISY_CONNECTIONS):
+        address = (f"10.{12 + broker}.{int(rng.integers(0, 256))}.{int(rng.integers(1, 255))}:"
+                   f"{int(rng.integers(32_768, 61_000))}")
+        connections.append(PulsarConnection(f"{app}/{address}", NOISY_BROKERS[broker], supports,
+                                            receipt_ms=float(rng.uniform(3.0, 15.0)), late_probability=late,
+                                            lost_probability=lost))
+        for pid, (topic, per_s, messages, size) in enumerate(topics):
+            index[(app, topic)] = len(producers)
+            producers.append(PulsarProducer(ci, pid, f"persistent://{topic}", per_s, size, messages,
+                                            publish_latency_ms=float(rng.uniform(2.0, 6.0))))
+    w = model.window_start_ms
+    bursts = [PublishBurst(tuple(index[k] for k in keys), w + start * 1000, w + end * 1000, rate, size,
+                           latency) for keys, start, end, rate, size, latency in NOISY_BURSTS]
+    model.producers = ProducerTraffic(connections, producers, bursts)
+    model.configs = {"notices.properties": noisy_neighbour_properties()}
+    return model
+
+
+def noisy_neighbour_properties() -> str:
+    """The `notices.properties` of `noisy-neighbour` (docs/notices.md, Configuration)."""
+    return "\n".join([
+        "# Producer throttle notices (PIP-385) for the noisy-neighbour scenario: docs/notices.md.",
+        "# broker.conf",
+        f"brokerPublisherThrottlingMaxByteRate={NOISY_BROKER_BYTE_RATE}",
+        f"maxPendingPublishRequestsPerConnection={NOISY_MAX_PENDING}",
+        f"maxMessagePublishBufferSizeInMB={NOISY_BUFFER_MB}",
+        f"numIOThreads={NOISY_IO_THREADS}",
+        f"throttleProducerReceiptWaitTimeMillis={NOISY_RECEIPT_WAIT_MS}",
+        "# topic and namespace publish-rate policies",
+        f"topic.{HOT_TOPIC}.publishMaxByteRate={HOT_TOPIC_BYTE_RATE}",
+        f"namespace.{NOISY_NAMESPACE}.publishMaxMessageRate={NOISY_NAMESPACE_MESSAGE_RATE}",
+        "# resource groups",
+        f"resourcegroup.{NOISY_GROUP}.publishRateInBytes={NOISY_GROUP_BYTE_RATE}",
+        f"resourcegroup.{NOISY_GROUP}.topics={','.join(NOISY_GROUP_TOPICS)}",
+        "quotaplane.notices.pauseRule=token-bucket",
+        "",
+    ])
 
 
 def scenario_names() -> list[str]:
