@@ -1,0 +1,107 @@
+"""The producer throttle notice stage of `quotaplane run` (spec: pip-385-producer-throttle-protocol).
+
+Reads `producer_traffic` (the runner calls it only when that input is present and `--notices` is
+given), decides every notice with Spark (`evaluate.evaluate_notices`: one pandas group per broker
+around the numpy kernel), and writes under `ctx.out_dir` (Parquet):
+- `notice_decisions/`: one row per notice (docs/notices.md, Outputs);
+- `notice_comparison/`: per broker, topic and reason: notices, receipts, and the connection pauses
+  and stalled topics with notices against without (today's behaviour);
+- `quarantine/producer_traffic/`: rejected rows with their reasons.
+Metrics and the report come from the comparison rows and a per-bucket timeline: small aggregates,
+never a second pass over the traffic. The stage provides nothing to other policies.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from quotaplane.core.policy import Outputs, StageContext, StageResult
+from quotaplane.core.spark.readers import check_once, read_telemetry
+from quotaplane.notices.config import NoticeConfig
+from quotaplane.notices.engine.evaluate import RECEIPTS
+from quotaplane.notices.metrics import NoticeMetrics
+from quotaplane.notices.records import INPUTS
+from quotaplane.notices.report import NoticeReportData, bucket_ms_for, build_sections, notice_kpis
+from quotaplane.notices.spark.evaluate import comparison, evaluate_notices
+
+TRAFFIC = INPUTS[0]
+INPUT = TRAFFIC.name
+NAME = "notices"
+_SUMMED = ("pause_for_millis_total", "connection_paused_ms", "connection_paused_ms_without_notices",
+           "stalled_topics", "stalled_topics_without_notices")
+
+
+def run_stage(ctx: StageContext, config: NoticeConfig, outputs: Outputs) -> StageResult:
+    """Decide every notice of the run's producer traffic (`outputs`: nothing needed or provided)."""
+    path = ctx.find_input(INPUT)
+    assert path is not None, "the runner runs a stage only when its input is present"
+    out = ctx.out_dir
+    with ctx.progress.step("notices: read producer traffic"):
+        checked = check_once(read_telemetry(ctx.spark, TRAFFIC.schema, path), out / "quarantine" / INPUT)
+        counts = checked.counts
+    with ctx.progress.step("notices: notices per broker (token buckets, connection limits)"):
+        _write(checked.used.transform(evaluate_notices(config)), out / "notice_decisions")
+        checked.release()
+    decided = ctx.spark.read.parquet(str(out / "notice_decisions"))
+    with ctx.progress.step("notices: comparison, metrics and report"):
+        _write(decided.transform(comparison), out / "notice_comparison")
+        rows = [r.asDict() for r in ctx.spark.read.parquet(str(out / "notice_comparison"))
+                .orderBy("broker", "topic", "reason").collect()]
+        first, last = decided.agg(F.min("ts_ms"), F.max("ts_ms")).first()
+        bucket_ms = bucket_ms_for(first, last)
+        timeline = [r.asDict() for r in _timeline(decided, bucket_ms).collect()]
+        ctx.registry.register(NoticeMetrics(rows))
+        summary = summary_of(config, rows)
+        notes = [] if not counts.quarantined else [
+            f"{counts.quarantined} producer traffic rows were quarantined (quarantine/{INPUT})."]
+        sections = build_sections(NoticeReportData(notice_kpis(rows), rows, timeline, bucket_ms, notes))
+    summary["input"] = counts.as_dict()
+    return StageResult(NAME, summary, [counts], sections, [_console(summary, counts.used)])
+
+
+def _write(df: DataFrame, path: Path) -> None:
+    df.write.mode("overwrite").parquet(str(path))
+
+
+def _timeline(decided: DataFrame, bucket_ms: int) -> DataFrame:
+    """Notices and their pauses per (bucket, reason), as `NoticeReportData.timeline` takes them."""
+    bucket = (F.col("ts_ms") - F.pmod(F.col("ts_ms"), F.lit(bucket_ms))).alias("bucket_start_ms")
+    return (decided.groupBy(bucket, "reason")
+            .agg(F.count(F.lit(1)).alias("notices"),
+                 F.sum("connection_paused_ms").cast("long").alias("connection_paused_ms"),
+                 F.sum("connection_paused_ms_without_notices").cast("long")
+                 .alias("connection_paused_ms_without_notices"))
+            .orderBy("bucket_start_ms", "reason"))
+
+
+def summary_of(config: NoticeConfig, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """`summary.json`'s `notices`: the totals of the comparison rows, by reason and by receipt."""
+    reasons: dict[str, int] = {}
+    for r in rows:
+        reasons[r["reason"]] = reasons.get(r["reason"], 0) + r["notices"]
+    out: dict[str, Any] = {
+        "throttle_producer_receipt_wait_time_millis": config.receipt_wait_ms,
+        "pause_rule": config.pause_rule,
+        "notices": sum(r["notices"] for r in rows),
+        "brokers": len({r["broker"] for r in rows}),
+        "topics_throttled": len({(r["broker"], r["topic"]) for r in rows}),
+        "by_reason": dict(sorted(reasons.items())),
+        "by_receipt": {receipt: sum(r[receipt] for r in rows) for receipt in RECEIPTS},
+    }
+    out.update({column: sum(r[column] for r in rows) for column in _SUMMED})
+    return out
+
+
+def _console(summary: dict[str, Any], used: int) -> str:
+    receipts = summary["by_receipt"]
+    return (f"notices: {summary['notices']:,} throttle notices from {used:,} publish requests "
+            f"({receipts['in_time']:,} answered in time, {receipts['late']:,} late, "
+            f"{receipts['unsupported']:,} to clients without the feature); connections paused "
+            f"{summary['connection_paused_ms'] / 1000:,.1f} s with notices against "
+            f"{summary['connection_paused_ms_without_notices'] / 1000:,.1f} s without, "
+            f"{summary['stalled_topics']:,} against {summary['stalled_topics_without_notices']:,} "
+            "innocent topics stalled")
