@@ -16,13 +16,14 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "quotaplane"
-POLICIES = ("storage", "clients", "topics", "backlog", "forecast")
+POLICIES = ("storage", "clients", "topics", "backlog", "forecast", "notices")
 PURE = [
     "quotaplane.core.policy", "quotaplane.core.commands", "quotaplane.core.records", "quotaplane.core.jsonl",
     "quotaplane.core.javamath", "quotaplane.core.exposition", "quotaplane.core.report",
     "quotaplane.core.properties", "quotaplane.cli", "quotaplane.registry", "quotaplane.sim",
     "quotaplane.live.service", "quotaplane.live.cli", "quotaplane.live.replay", "quotaplane.live.http",
-    "quotaplane.live.forecast", "quotaplane.core.telemetry_files",
+    "quotaplane.live.forecast", "quotaplane.core.telemetry_files", "quotaplane.live.notice_channel",
+    "quotaplane.notices.protocol", "quotaplane.client",
     *[f"quotaplane.{p}.{m}" for p in POLICIES
       for m in ("engine", "config", "records", "metrics", "report", "cli", "policy")],
 ]
