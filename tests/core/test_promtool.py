@@ -107,6 +107,8 @@ def evaluate_metrics(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path
                                 "--snapshots", str(telemetry / "backlog_snapshots" / "part-00000.jsonl")],
         "backlog-namespace-level": ["backlog", "evaluate", "--policies", str(by_namespace),
                                     "--snapshots", str(telemetry / "backlog_snapshots" / "part-00000.jsonl")],
+        "notices": ["notices", "evaluate", "--config", str(configs.notices), "--traffic",
+                    str(telemetry / "producer_traffic")],
     }
     files = {}
     for name, argv in runs.items():
@@ -117,11 +119,11 @@ def evaluate_metrics(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path
 
 def test_every_evaluate_with_metrics_is_covered() -> None:
     offering = {p.name for p in POLICIES if p.evaluator is not None and p.evaluator.metrics}
-    assert offering == {"storage", "topics", "backlog"}  # a new one: add it to `evaluate_metrics`
+    assert offering == {"storage", "topics", "backlog", "notices"}  # a new one: add it to `evaluate_metrics`
 
 
 @pytest.mark.parametrize("name", ["storage-cluster", "storage-local", "storage-fallback", "topics",
-                                  "backlog-topic-level", "backlog-namespace-level"])
+                                  "backlog-topic-level", "backlog-namespace-level", "notices"])
 def test_promtool_check_metrics_is_silent_on_evaluate_metrics(evaluate_metrics: dict[str, Path],
                                                               name: str) -> None:
     text = evaluate_metrics[name].read_text()

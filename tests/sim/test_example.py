@@ -8,6 +8,7 @@ limits before it runs out of space.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from pathlib import Path
 
@@ -25,7 +26,8 @@ STATIC = "client.quota.callback.static."
 
 
 # Kinds the per-replica storage model does not change: regenerating gives the committed bytes.
-UNCHANGED = ("membership", "collection_errors", "client_requests", "topic_requests", "backlog_snapshots")
+UNCHANGED = ("membership", "collection_errors", "client_requests", "topic_requests", "backlog_snapshots",
+             "producer_traffic")
 
 
 def read(kind: str, root: Path = TELEMETRY) -> pd.DataFrame:
@@ -75,7 +77,7 @@ def test_small_and_readable() -> None:
     manifest = json.loads((TELEMETRY / "manifest.json").read_text())
     assert manifest["format"] == "jsonl"
     assert manifest["arguments"]["brokers"] == 6 and manifest["arguments"]["log_dirs"] == 2
-    for kind in ("client_requests", "topic_requests", "backlog_snapshots"):
+    for kind in ("client_requests", "topic_requests", "backlog_snapshots", "producer_traffic"):
         assert 100 < manifest["rows"][kind] < 30_000
 
 
@@ -183,9 +185,48 @@ def test_backlogs_over_size_and_over_age() -> None:
     assert (events.backlog_size_bytes < quotas["destination_storage"]["limitSize"]).all()
 
 
+def test_producers_get_notices_of_every_reason_and_receipt(capsys: pytest.CaptureFixture[str]) -> None:
+    from quotaplane.notices.engine.evaluate import RECEIPTS
+    from quotaplane.notices.protocol import Reason
+
+    traffic = read("producer_traffic")
+    window = json.loads((TELEMETRY / "manifest.json").read_text())["window_ms"]
+    assert window[0] <= traffic.ts_ms.min() and traffic.ts_ms.max() < window[1]
+    snapshots = read("backlog_snapshots")
+    assert set(traffic.topic) <= set(snapshots.topic)  # the backlog snapshots' Pulsar topics
+    assert traffic.groupby("topic").connection_id.nunique().max() > 1  # topics shared by connections
+    # The command documented in examples/README.md (the reference engine).
+    capsys.readouterr()
+    assert main(["notices", "evaluate", "--config", str(CONFIG / "notices.properties"),
+                 "--traffic", str(TELEMETRY / "producer_traffic")]) == 0
+    notices = pd.read_json(io.StringIO(capsys.readouterr().out), lines=True, dtype=False)
+    assert set(notices.reason) == {r.name for r in Reason}
+    assert set(notices.receipt) == set(RECEIPTS)
+    # Which topics breach which limit, on which connections (examples/README.md).
+    notices["application"] = notices.connection_id.str.split("/").str[0]
+    notices["partitioned"] = notices.topic.str.replace(r"-partition-\d+$", "", regex=True)
+    expected = {
+        "ResourceGroupProduceQuotaExceeded": ({"persistent://acme/orders/payments"},
+                                              {"payments-api", "settlement-batch"}),
+        "TopicProduceQuotaExceeded": ({"persistent://acme/telemetry/device-events"},
+                                      {"device-gateway", "log-forwarder"}),
+        "BrokerProduceQuotaExceeded": ({"persistent://beta/logs/app-logs"}, {"log-forwarder"}),
+        "ConnectionPendingMessagesBreach": ({"persistent://acme/orders/payments"}, {"settlement-batch"}),
+        "MessageBufferSizeBreach": ({"persistent://beta/logs/app-logs"}, {"device-gateway"}),
+    }
+    for reason, (topics, applications) in expected.items():
+        these = notices[notices.reason == reason]
+        assert (set(these.partitioned), set(these.application)) == (topics, applications), reason
+    # PIP-385 spares the connections of producers that answer in time; pauses stall innocent topics.
+    assert notices.connection_paused_ms.sum() < notices.connection_paused_ms_without_notices.sum()
+    assert (notices[notices.receipt == "in_time"].connection_paused_ms_without_notices > 0).any()
+    assert notices.stalled_topics.sum() < notices.stalled_topics_without_notices.sum()
+
+
 def test_configs_load() -> None:
     from quotaplane.backlog import config as backlog
     from quotaplane.clients import config as clients
+    from quotaplane.notices import config as notices
     from quotaplane.storage import config as storage
     from quotaplane.topics import config as topics
 
@@ -194,6 +235,7 @@ def test_configs_load() -> None:
     assert clients.load_client_quotas(CONFIG / "client-quotas.json").quotas
     assert topics.load_topics_config(CONFIG / "topics.properties").total_threshold > 0
     assert backlog.load_backlog_policies(CONFIG / "backlog-policies.json").topics
+    assert notices.load_notice_config(CONFIG / "notices.properties").group_topics
 
 
 @pytest.mark.spark

@@ -6,6 +6,7 @@ import pyarrow as pa
 import pytest
 
 from quotaplane.forecast.records import PARTITION_SIZES
+from quotaplane.notices.records import PRODUCER_TRAFFIC
 from quotaplane.registry import all_inputs
 from quotaplane.sim.kinds import KINDS, QUOTA_TYPES
 from quotaplane.storage.records import COLLECTION_ERRORS, MEMBERSHIP, VOLUMES
@@ -19,6 +20,7 @@ FIELDS = {
     "backlog_snapshots": ["ts_ms", "topic", "subscription", "backlog_size_bytes", "backlog_entries",
                           "oldest_unacked_publish_ts_ms", "oldest_unacked_ledger_close_ts_ms",
                           "partitioned_topic"],
+    "producer_traffic": list(PRODUCER_TRAFFIC.field_names),
 }
 # The record schemas of the other inputs, as the policies declare them.
 OTHER_SCHEMAS = {i.name: i.schema for i in all_inputs() if i.name not in STORAGE}

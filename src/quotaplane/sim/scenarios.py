@@ -106,7 +106,7 @@ BACKFILL_CLIENT, BACKFILL_USER = "clickstream-replay-loader", "svc-replay"
     seed=7, brokers=6, log_dirs=2, days=2.0, interval_seconds=300, clients=12, topics=8, pulsar_topics=0,
     requests_per_client_per_minute=2, max_request_bytes=32 << 20, window_hours=0.75, backlog_check_seconds=60,
 ), min_brokers=3, kinds=("volumes", "membership", "collection_errors", "client_requests", "topic_requests",
-                         "backlog_snapshots"))
+                         "backlog_snapshots", "producer_traffic"))
 def replication_fill(p: SimParams) -> ClusterModel:
     """Replication from broker 1 fills a disk of broker 2 while every other volume stays healthy.
 
@@ -119,8 +119,10 @@ def replication_fill(p: SimParams) -> ClusterModel:
     volume passes 15 % available (the example's soft limit), then 20 GB (its hard limit), before it is
     full. Brokers 4 and 5 restart once, a few rounds fail. The request and backlog window (default:
     45 minutes in the middle of the soft-to-hard ramp) has a producer burst, a provisioning job's
-    mutation burst, a slow Pulsar subscription (size quota) and a stalled one (age quota).
-    `partition_sizes` is written only when asked for (`--kinds`), which keeps the bundled example small.
+    mutation burst, a slow Pulsar subscription (size quota) and a stalled one (age quota), and Pulsar
+    producers on shared connections whose bursts breach each PIP-385 limit of the example's
+    `notices.properties`. `partition_sizes` is written only when asked for (`--kinds`), which keeps the
+    bundled example small.
     """
     base = replace(p, pulsar_topics=0, window_start_hours=p.window_start_hours or 0.0)
     outage = p.start_ms + int(0.45 * (p.end_ms - p.start_ms))  # a 20-minute describeLogDirs outage
@@ -168,6 +170,7 @@ def replication_fill(p: SimParams) -> ClusterModel:
         model.window_start_ms, model.window_end_ms = begin, min(p.end_ms, begin + length)
     _add_window_events(model)
     model.pulsar = _example_pulsar(model.window_start_ms)
+    model.producers = _example_producers(model.window_start_ms)
     return model
 
 
@@ -241,6 +244,66 @@ def _example_pulsar(w: int) -> list[PulsarTopic]:
         ]),
         PulsarTopic("persistent://beta/logs/audit", 0, 8_000, 4_096, [Subscription("siem")]),
     ]
+
+
+# The example's Pulsar producers (examples/README.md, config/notices.properties): four connections on
+# two Pulsar brokers publishing to the backlog snapshots' topics, most of them from two connections.
+# Each connection's producers are (topic, requests/s, messages per request, bytes per message).
+PAYMENTS = "persistent://acme/orders/payments"
+REFUNDS = "persistent://acme/orders/refunds"
+DEVICE_EVENTS = "persistent://acme/telemetry/device-events"
+APP_LOGS, AUDIT_LOGS = "persistent://beta/logs/app-logs", "persistent://beta/logs/audit"
+FILL_PULSAR_BROKERS = ("pulsar-broker-0", "pulsar-broker-1")
+FILL_CONNECTIONS: tuple[tuple[str, int, bool, float, float, float,
+                              tuple[tuple[str, float, float, float], ...]], ...] = (
+    # (connection id, broker, supports_throttle, receipt ms, late receipts, lost receipts, producers)
+    ("payments-api/10.20.1.17:41822", 0, True, 6.0, 0.2, 0.1, (
+        (f"{PAYMENTS}-partition-0", 0.012, 20, 1_500), (f"{PAYMENTS}-partition-1", 0.012, 20, 1_500),
+        (f"{PAYMENTS}-partition-2", 0.012, 20, 1_500), (REFUNDS, 0.008, 5, 1_200))),
+    ("settlement-batch/10.20.3.41:52210", 0, False, 8.0, 0.0, 0.0, (
+        (f"{PAYMENTS}-partition-1", 0.008, 20, 1_500), (f"{PAYMENTS}-partition-2", 0.008, 20, 1_500),
+        (REFUNDS, 0.008, 5, 1_200))),
+    ("device-gateway/10.21.0.8:38044", 1, False, 8.0, 0.0, 0.0, (
+        (DEVICE_EVENTS, 0.02, 50, 400), (APP_LOGS, 0.01, 30, 600))),
+    ("log-forwarder/10.21.2.60:46710", 1, True, 4.0, 0.2, 0.1, (
+        (APP_LOGS, 0.012, 30, 600), (AUDIT_LOGS, 0.008, 10, 500), (DEVICE_EVENTS, 0.012, 50, 400))),
+)
+# Bursts, seconds after the window start: (producers by (connection, topic), start, end, rate, size,
+# publish latency ms).
+FILL_BURSTS: tuple[tuple[tuple[tuple[int, str], ...], int, int, float, float, float | None], ...] = (
+    # a payment-retry storm: the `orders` resource group's shared rate
+    (((0, f"{PAYMENTS}-partition-0"), (0, f"{PAYMENTS}-partition-1"), (0, f"{PAYMENTS}-partition-2"),
+      (1, f"{PAYMENTS}-partition-1"), (1, f"{PAYMENTS}-partition-2")), 300, 320, 40.0, 4.0, None),
+    # devices reconnecting after an outage: `device-events`' topic policy
+    (((2, DEVICE_EVENTS), (3, DEVICE_EVENTS)), 1_020, 1_040, 40.0, 5.0, None),
+    # ... and their logs on the same connection, a topic no limit concerns
+    (((2, APP_LOGS),), 1_020, 1_040, 40.0, 1.0, None),
+    # a log replay: the broker's publish rate
+    (((3, APP_LOGS),), 1_560, 1_570, 300.0, 20.0, None),
+    # the settlement run against a slow bookie: pending publish requests on its connection
+    (((1, f"{PAYMENTS}-partition-1"), (1, f"{PAYMENTS}-partition-2"), (1, REFUNDS)), 1_980, 1_990, 120.0, 1.0,
+     8_000.0),
+    # crash dumps persisting slowly: the publish buffer of the broker's IO thread
+    (((2, APP_LOGS),), 2_340, 2_350, 200.0, 20.0, 4_000.0),
+    # ... while devices and the audit trail publish on the connections sharing that IO thread
+    (((2, DEVICE_EVENTS), (3, AUDIT_LOGS)), 2_340, 2_355, 40.0, 1.0, None),
+)
+
+
+def _example_producers(w: int) -> ProducerTraffic:
+    """The example's Pulsar producers and their bursts, around the window start `w`."""
+    connections: list[PulsarConnection] = []
+    producers: list[PulsarProducer] = []
+    index: dict[tuple[int, str], int] = {}
+    for ci, (cid, broker, supports, receipt, late, lost, topics) in enumerate(FILL_CONNECTIONS):
+        connections.append(PulsarConnection(cid, FILL_PULSAR_BROKERS[broker], supports, receipt_ms=receipt,
+                                            late_probability=late, lost_probability=lost))
+        for pid, (topic, per_s, messages, size) in enumerate(topics):
+            index[(ci, topic)] = len(producers)
+            producers.append(PulsarProducer(ci, pid, topic, per_s, size, messages, publish_latency_ms=4.0))
+    bursts = [PublishBurst(tuple(index[k] for k in keys), w + start * 1000, w + end * 1000, rate, size,
+                           latency) for keys, start, end, rate, size, latency in FILL_BURSTS]
+    return ProducerTraffic(connections, producers, bursts)
 
 
 # The forecast scenarios: small quiet clusters whose volumes the forecast predicts, with ground truth.
