@@ -47,6 +47,7 @@ def _backlog_tick_ms(manifest: dict[str, Any]) -> int:
 
 SAMPLE_MS = 1_000  # quota.window.size.seconds (Kafka's default): one sample of the sampled rate
 METER_TICK_MS = 5_000  # the bytes-in meter's tick
+RATE_PERIOD_MS = 1_000  # the publish-rate token buckets' rate period (docs/notices.md)
 
 POLICIES: dict[str, PolicySpec] = {p.name: p for p in (
     PolicySpec(
@@ -68,6 +69,10 @@ POLICIES: dict[str, PolicySpec] = {p.name: p for p in (
         "backlog", "backlog_policies",
         (InputSpec("backlog_snapshots", "ts_ms", ("topic",), "backlog_size_bytes", _backlog_tick_ms),),
         "topic, per check tick"),
+    PolicySpec(
+        "notices", "notices",
+        (InputSpec("producer_traffic", "ts_ms", ("broker",), "bytes", lambda _: RATE_PERIOD_MS),),
+        "broker, per 1 s"),
 )}
 
 

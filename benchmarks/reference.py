@@ -102,8 +102,22 @@ def run_backlog(config: Path, files: dict[str, Path], out: Path, phases: Phases)
     return _timed(phases, "write", lambda: _write_lines(out, (r.as_dict() for r in results)))
 
 
+def run_notices(config: Path, files: dict[str, Path], out: Path, phases: Phases) -> int:
+    """As `quotaplane notices evaluate --config C --traffic T`."""
+    from quotaplane.core.telemetry_files import read_input
+    from quotaplane.notices.config import load_notice_config
+    from quotaplane.notices.engine.evaluate import evaluate
+    from quotaplane.notices.records import PRODUCER_TRAFFIC
+
+    cfg = load_notice_config(config)
+    traffic = _timed(phases, "load", lambda: list(read_input(files["producer_traffic"], PRODUCER_TRAFFIC)))
+    notices = _timed(phases, "evaluate", lambda: evaluate(cfg, traffic))
+    return _timed(phases, "write", lambda: _write_lines(out, (n.as_dict() for n in notices)))
+
+
 RUNNERS: dict[str, Callable[[Path, dict[str, Path], Path, Phases], int]] = {
     "storage": run_storage, "clients": run_clients, "topics": run_topics, "backlog": run_backlog,
+    "notices": run_notices,
 }
 
 

@@ -126,14 +126,18 @@ def write(path: Path, document: dict[str, Any]) -> Path:
 
 
 def latest(folder: Path) -> dict[str, dict[str, Any]]:
-    """The most recent results file of each tier in `folder` (by the date in its name)."""
-    found: dict[str, tuple[str, Path]] = {}
+    """The most recent results file of each tier in `folder` (by the date in its name). Only files named
+    after the tier they describe count: other benchmarks' results and copies of a partial run
+    (`forecast-<date>.json`, `notices-S-<date>.json`) are left out."""
+    found: dict[str, tuple[str, Path, dict[str, Any]]] = {}
     for path in sorted(folder.glob("*-????-??-??.json")):
         tier, day = path.stem[:-11], path.stem[-10:]
+        document = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(document.get("tier"), dict) or document["tier"].get("name") != tier:
+            continue
         if tier not in found or day >= found[tier][0]:
-            found[tier] = (day, path)
-    return {tier: {**json.loads(path.read_text(encoding="utf-8")), "file": path.name}
-            for tier, (_, path) in found.items()}
+            found[tier] = (day, path, document)
+    return {tier: {**document, "file": path.name} for tier, (_, path, document) in found.items()}
 
 
 # ---- extrapolation -------------------------------------------------------------------------------
@@ -159,6 +163,7 @@ def kind_factors(measured: dict[str, Any], target: dict[str, Any]) -> dict[str, 
         "client_requests": window * target["clients"] / measured["clients"],
         "topic_requests": window * target["clients"] / measured["clients"],
         "backlog_snapshots": window * target["pulsar_topics"] / measured["pulsar_topics"],
+        "producer_traffic": window * target["pulsar_topics"] / measured["pulsar_topics"],
     }
 
 

@@ -6,7 +6,7 @@ job over the same input, the policy's stage of `quotaplane run`, and the referen
 (a prefix of) the same input in a fresh interpreter. Writes `benchmarks/results/<tier>-<date>.json`
 per tier (and the extrapolated L tier) and the tables of `docs/performance.md`.
 
-    python -m benchmarks.run [--tier S,M] [--policies storage,clients,topics,backlog]
+    python -m benchmarks.run [--tier S,M] [--policies storage,clients,topics,backlog,notices]
                              [--scales 1,2,4,8] [--quick] [--repeat N] [--reference-rows N] ...
 
 `--quick` is a smoke run on tiny inputs: its results go to `benchmarks/work/results/` and the docs

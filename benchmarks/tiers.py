@@ -2,8 +2,9 @@
 
 A tier fixes the width of the fleet (brokers, log dirs, clients, topics, Pulsar topics) and a base
 time span. The scaling curve multiplies the time span: at scale k the storage kinds cover k times
-the base days and the request and backlog kinds k times the base window, so every input grows k-fold
-while the fleet stays the same.
+the base days and the request, backlog and producer traffic kinds k times the base window, so every
+input grows k-fold while the fleet stays the same (the scenario draws its Pulsar topics with the span
+among its parameters, so their producers, and the `producer_traffic` rows, differ between scales).
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -10,12 +11,19 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from benchmarks import docs
+from benchmarks import configs, docs, reference, results
 from benchmarks.fit import linear_fit
+from benchmarks.policies import POLICIES
 from benchmarks.prefix import cutoff_time
 from benchmarks.results import extrapolate, kind_factors
 from benchmarks.run import parse_args, run_benchmarks
-from benchmarks.tiers import M, S
+from benchmarks.tiers import QUICK, SCENARIO, M, S
+from quotaplane.core.policy import RunConfigs
+from quotaplane.notices.config import load_notice_config
+from quotaplane.notices.protocol import Reason
+from quotaplane.registry import policy as registered
+from quotaplane.sim.kinds import KINDS
+from quotaplane.sim.run import simulate
 
 POINT_KEYS = {"scale", "input_rows", "rows_by_kind", "decisions_seconds", "stage_seconds", "rows_per_second",
               "peak_rss_bytes", "jvm_heap_peak_bytes", "jvm_old_gen_peak_bytes", "bare_seconds",
@@ -53,6 +61,46 @@ def test_kind_factors_follow_fleet_width_and_span() -> None:
     assert factors["membership"] == pytest.approx(50 / 6)
     assert factors["client_requests"] == pytest.approx(5000 / 200 / 24)  # one hour of M vs a day of S
     assert factors["backlog_snapshots"] == pytest.approx(500 / 8 / 24)
+    assert factors["producer_traffic"] == pytest.approx(500 / 8 / 24)  # one producer per Pulsar partition
+    assert {k for p in POLICIES.values() for k in p.kinds()} <= set(factors)
+
+
+def test_every_policy_has_a_stage_a_config_a_reference_runner_and_simulated_inputs(tmp_path: Path) -> None:
+    assert list(POLICIES) == ["storage", "clients", "topics", "backlog", "notices"]
+    assert [p.name for p in parse_args([]).policies] == list(POLICIES)
+    written = configs.write(QUICK, 1.0, tmp_path)
+    for spec in POLICIES.values():
+        stage = registered(spec.name)
+        assert stage.inputs[0].name == spec.main.kind
+        assert set(spec.kinds()) <= set(KINDS)
+        assert spec.name in reference.RUNNERS
+        path = getattr(written, spec.config_field)
+        assert path is not None and path.is_file()
+        assert stage.load_config(RunConfigs(**{spec.config_field: path})) is not None
+    notices = POLICIES["notices"]
+    assert notices.config_field == "notices"
+    assert [(i.kind, i.time_col, i.keys, i.value_col) for i in notices.inputs] == [
+        ("producer_traffic", "ts_ms", ("broker",), "bytes")]
+    assert notices.main.bucket_ms({}) == 1_000
+
+
+def test_notices_config_is_breached_for_several_reasons_on_tier_s(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tier = replace(S, window_hours=6.0)  # six hours of S's producers
+    config = configs.write(tier, 1.0, tmp_path / "config").notices
+    assert config is not None
+    cfg = load_notice_config(config)
+    assert len(cfg.topic_rates) == 2 and len(cfg.namespace_rates) == 1 and len(cfg.group_rates) == 1
+    assert cfg.broker_rate.bytes_per_s > 0 and cfg.max_pending_bytes_per_thread > 0
+    data = tmp_path / "data"
+    simulate(SCENARIO, data, tier.overrides(1.0), kinds=["producer_traffic"])
+    out = tmp_path / "notices.jsonl"
+    assert reference.main(["--policy", "notices", "--config", str(config), "--input",
+                           f"producer_traffic={data / 'producer_traffic'}", "--out", str(out)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["decisions"] > 0 and {"load", "evaluate", "write", "peak_rss_bytes"} <= set(report)
+    reasons = {json.loads(line)["reason"] for line in out.read_text().splitlines()}
+    assert reasons == {r.name for r in Reason} - {Reason.ConnectionPendingMessagesBreach.name}
 
 
 def test_options_reject_unknown_names() -> None:
@@ -118,6 +166,36 @@ def test_quick_run_writes_results_extrapolation_and_docs(spark: object, tmp_path
     assert "| topics | 1 |" in text
 
 
+def test_latest_results_are_the_files_named_after_their_tier(tmp_path: Path) -> None:
+    def write(name: str, document: dict[str, object]) -> None:
+        (tmp_path / f"{name}.json").write_text(json.dumps(document))
+
+    write("S-2026-11-22", {"tier": {"name": "S"}, "policies": {}})
+    write("S-2026-11-23", {"tier": {"name": "S"}, "policies": {"topics": {}}})
+    write("notices-S-2026-11-24", {"tier": {"name": "S"}, "policies": {"notices": {}}})
+    write("forecast-2026-11-24", {"scenarios": []})
+    latest = results.latest(tmp_path)
+    assert set(latest) == {"S"} and latest["S"]["file"] == "S-2026-11-23.json"
+
+
 def test_extrapolate_skips_policies_without_a_curve() -> None:
     measured = {"tier": S.describe(), "policies": {"topics": {"points": [], "fits": None}}}
     assert extrapolate(measured, M.describe())["policies"] == {}
+
+
+@pytest.mark.spark
+def test_quick_run_of_the_notices_policy(spark: object, tmp_path: Path) -> None:
+    opts = parse_args(["--quick", "--policies", "notices", "--scales", "1", "--no-warmup", "--no-extrapolate",
+                       "--data-dir", str(tmp_path / "data"), "--work-dir", str(tmp_path / "work"),
+                       "--results-dir", str(tmp_path / "results")])
+    outcome = run_benchmarks(opts, spark=spark, stream=None)
+    assert not outcome.failed
+    [measured] = outcome.written
+    bench = json.loads(measured.read_text())["policies"]["notices"]
+    assert bench["inputs"] == ["producer_traffic"] and bench["grouping"] == "broker, per 1 s"
+    [point] = bench["points"]
+    assert set(point) >= POINT_KEYS and set(point["reference"]) >= REFERENCE_KEYS
+    assert point["input_rows"] == point["rows_by_kind"]["producer_traffic"] > 0
+    assert point["reference"]["whole_input"] is True and point["reference"]["decisions"] > 0
+    assert point["stage"]["summary"]["notices"] == point["reference"]["decisions"]
+    assert point["bare"]["output_rows"] > 0
