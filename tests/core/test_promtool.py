@@ -22,10 +22,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from quotaplane.cli import main
+from quotaplane.client.metrics import ClientMetrics
 from quotaplane.core.runner import run_pipeline
+from quotaplane.live.notice_channel import NoticeChannel
 from quotaplane.registry import POLICIES
 from quotaplane.run_command import bundled_example
 
@@ -39,6 +42,9 @@ LIVE_METRICS = {"quotaplane_storage_last_round_timestamp_seconds",
 # Grafana's variables, replaced to parse a dashboard query as PromQL.
 GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$cluster": ".*", "$config": ".*"}
 METRIC_NAME = re.compile(r"\b(?:quotaplane|kafka_server|pulsar)_[a-z0-9_]+")
+# The sample names of a family by type (prometheus_client names a counter's family without `_total`).
+SAMPLE_SUFFIXES = {"counter": ("_total",), "gauge": ("",), "histogram": ("_bucket", "_count", "_sum")}
+NOTICE_METRIC_PREFIXES = ("quotaplane_notice", "quotaplane_client_producer_", "quotaplane_client_notice_")
 STORAGE_ALERTS = ("QuotaplaneThrottlingActive", "QuotaplaneFallbackApplied", "QuotaplaneVolumePastSoftLimit",
                   "QuotaplaneVolumePastHardLimit", "QuotaplaneCollectionStale")
 
@@ -158,6 +164,15 @@ def test_promtool_rule_unit_tests_pass() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def _notice_metrics() -> set[str]:
+    """The sample names of the live service's notice channel and of the producer (`quotaplane.client`),
+    from their collectors: some of their families have no sample until a notice is sent."""
+    registry = CollectorRegistry()
+    NoticeChannel(registry=registry)
+    ClientMetrics(registry)
+    return {family.name + suffix for family in registry.collect() for suffix in SAMPLE_SUFFIXES[family.type]}
+
+
 def _samples(path: Path) -> list[tuple[str, dict[str, str], float]]:
     return [(s.name, s.labels, s.value) for family in text_string_to_metric_families(path.read_text())
             for s in family.samples]
@@ -272,9 +287,20 @@ def test_dashboard_queries_are_promql(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_rules_and_dashboard_name_only_exported_metrics(run_metrics: Path,
                                                         evaluate_metrics: dict[str, Path]) -> None:
-    exported = set(LIVE_METRICS)
+    exported = LIVE_METRICS | _notice_metrics()
     for path in [run_metrics, *evaluate_metrics.values()]:
         exported |= {name for name, _, _ in _samples(path)}
     named = set(METRIC_NAME.findall(RULES.read_text())) | {
         name for query in _dashboard_queries() for name in METRIC_NAME.findall(query)}
     assert named and named <= exported, sorted(named - exported)
+
+
+def test_rules_and_dashboard_name_only_exported_notice_metrics() -> None:
+    """The notice channel's and the producer's metrics the rules and the dashboard name, without a
+    Spark run (the test above checks every name)."""
+    named = set(METRIC_NAME.findall(RULES.read_text())) | {
+        name for query in _dashboard_queries() for name in METRIC_NAME.findall(query)}
+    notices = {name for name in named if name.startswith(NOTICE_METRIC_PREFIXES)}
+    assert {"quotaplane_notice_receipts_total", "quotaplane_notice_receipt_latency_seconds_bucket",
+            "quotaplane_client_producer_throttled_times_total"} <= notices
+    assert notices <= _notice_metrics(), sorted(notices - _notice_metrics())
