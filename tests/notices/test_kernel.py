@@ -12,8 +12,16 @@ import pytest
 from hypothesis import given, settings
 
 from quotaplane.notices.config import NoticeConfig, parse_notice_config
+from quotaplane.notices.engine.bucket import TokenBucket, new_tokens
 from quotaplane.notices.engine.evaluate import NOTICE_COLUMNS, Notice, evaluate
-from quotaplane.notices.engine.kernel import LIMIT_COLUMNS, NOTICE_RECORD, evaluate_broker, limits_of
+from quotaplane.notices.engine.kernel import (
+    LIMIT_COLUMNS,
+    NOTICE_RECORD,
+    _Carries,
+    _fits,
+    evaluate_broker,
+    limits_of,
+)
 from tests.notices.strategies import traffic, traffic_frame
 
 LONG = 2**63 - 1
@@ -266,3 +274,66 @@ def test_a_large_broker() -> None:
              "brokerPublisherThrottlingMaxByteRate": "4000000", "maxPendingPublishRequestsPerConnection": "8",
              "maxMessagePublishBufferSizeInMB": "1", "numIOThreads": "16"}
     assert len(run(props, events)) > 100
+
+
+def pauses(notices: Sequence[Notice]) -> list[tuple[int, int, int]]:
+    return [(n.ts_ms, n.producer_id, n.pause_for_millis) for n in notices]
+
+
+@pytest.mark.parametrize(("rate", "step", "k"), [(1048576, 19, 18), (3145728, 19, 6), (10485760, 16, 6),
+                                                 (87834657, 3, 1)])
+def test_a_carry_that_makes_a_token_at_mib_rates(rate: int, step: int, k: int) -> None:
+    # events every `step` ms carry ceil(10^9 / rate) ns first at `k * step`: more than a token's time,
+    # so the forced update of a breach there mints a token
+    bucket, carries = TokenBucket(rate, 0), []
+    for i in range(k + 1):
+        bucket.consume(i * step * 1_000_000, 0)
+        carries.append(bucket.remainder_ns)
+    assert carries[-1] == -(-1_000_000_000 // rate) > max(carries[:-1])
+    props = {"topic.a.publishMaxByteRate": str(rate)}
+    idle = [ev(i * step, producer=2) for i in range(k)]
+    end = k * step
+    # a balance of 0 becomes 1: a notice with pause 0; the minted token is there for the next event
+    assert pauses(run(props, [*idle, ev(end, size=rate), ev(end, size=1, producer=3)])) == [
+        (end, 1, 0), (end, 3, 16)]
+    # a balance of -1 becomes 0: the target's 16 ms instead of 17
+    assert pauses(run(props, [*idle, ev(end, size=rate + 1)])) == [(end, 1, 16)]
+    # a step earlier the carry is short of a token's time: -1 stays, 17 ms
+    assert pauses(run(props, [*idle[:-1], ev(end - step, size=rate + 1)])) == [(end - step, 1, 17)]
+
+
+@pytest.mark.parametrize("rate", [1048576, 3145728, 10485760, 87834657])
+def test_many_forced_updates_over_a_long_bucket(rate: int) -> None:
+    # a topic and the broker limited at rates with a carry, a message rate with a carry too: the
+    # balances hover around 0, so thousands of notices, many with a forced update that mints a token
+    rng = np.random.default_rng(rate)
+    n = 6000
+    times, sizes = np.sort(rng.integers(0, 60_000, n)), rng.integers(0, rate // 30, n)
+    producers, messages = rng.integers(0, 40, n), rng.integers(1, 50, n)
+    events = [ev(int(t), "a" if p % 4 else "b", int(s), producer=int(p), messages=int(m))
+              for t, s, p, m in zip(times, sizes, producers, messages, strict=True)]
+    props = {"topic.a.publishMaxByteRate": str(rate), "topic.a.publishMaxMessageRate": "1500",
+             "brokerPublisherThrottlingMaxByteRate": str(rate + rate // 3)}
+    assert len(run(props, events)) > 900
+
+
+@pytest.mark.parametrize("rate", [7, 1500, 1048576, 3145728, 10485760, 87834657, 1_000_000_001, 9223372036])
+@pytest.mark.parametrize("spread", [5, 400])
+def test_the_carries_follow_the_update(rate: int, spread: int) -> None:
+    # the table of gaps and carries (few distinct gaps) and the step per event (many), from any carry
+    rng = np.random.default_rng(spread)
+    gaps = np.r_[0, rng.integers(0, spread, 300), 10**6, 2**40]
+    kind = _fits(rate * 2**40)
+    carries = _Carries(gaps, rate, kind)
+    states = -(-10**9 // rate) + 1
+    assert (carries.table is None) == (len(np.unique(gaps)) * states > 2 * len(gaps) + 65_536)
+    for start in (0, 1, -(-10**9 // rate)):
+        expected_made, expected_carried, carry = [], [], start
+        for gap in gaps.tolist():
+            made, carry = new_tokens(gap * 1_000_000 + carry, rate)
+            expected_made.append(made)
+            expected_carried.append(carry)
+        carried = carries.carried(0, len(gaps), start)
+        assert carried.tolist() == expected_carried
+        assert carries.made(0, len(gaps), np.r_[start, carried[:-1]]).tolist() == expected_made
+        assert carries.carried(5, 9, expected_carried[4]).tolist() == expected_carried[5:9]

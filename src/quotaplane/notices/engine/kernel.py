@@ -13,18 +13,23 @@ throttled by the same limiter, a connection or thread already paused) depends on
   event. When the rate is a multiple of 1000/s a millisecond makes whole tokens and nothing is
   carried (`made = gap_ms * rate / 1000`); when it divides 10^9 a token takes whole nanoseconds `q`,
   the carry is the time since the bucket's creation modulo `q` and the tokens made so far that time
-  `// q`; both are vectorised. Otherwise the carry is path dependent (rounding returns part of a
-  token's time to it) and is one pass in Python integers over the bucket's events (`_carry`). The
-  balance of the clipped recurrence `x_n = min(x_(n-1) + made_n, cap) - c_n` is then, in closed form,
+  `// q`; both are vectorised. Otherwise (e.g. 1 MiB/s) the carry is path dependent: the carry is
+  the exact remainder rounded up to a whole nanosecond, so each update can hand up to 1 ns back to
+  the bucket, and two paths to the same time can differ. It is one Python step per event over small
+  integers, a table lookup when the bucket's distinct gaps times its possible carries are few
+  (`_Carries`); the tokens made follow from the carries with numpy. The balance of the clipped
+  recurrence `x_n = min(x_(n-1) + made_n, cap) - c_n` is then, in closed form,
   `x_n = S_n + min(x_0, cummin_(k <= n)(cap - c_k - S_k))` with `S_n = sum_(k <= n)(made_k - c_k)`.
 - The throttling duration of a notice is computed as Pulsar's `calculateThrottlingDuration` does and
   as the reference does (`TokenBucket.throttling_ns`): a forced update at the breach's time first.
   That update changes the bucket only when the carried nanoseconds make a token
-  (`remainder * rate >= 1 s`, possible only in the third case above, e.g. at 1 MiB/s); the bucket's
-  balances after that event are then computed again from its new state (the carries until they
-  meet the old ones).
-- Gating: one pass over the breaches of each limiter, in event order (restarted after a forced
-  update that changed a bucket), and over the breaches of each connection-level limit.
+  (`remainder * rate >= 1 s`, possible only in the third case above: a carry of `ceil(P / rate)`);
+  the carries after that event are then computed again only until they meet the old ones, and the
+  balances after it are brought up to date lazily, a window of events at a time, until one equals
+  its old value where the same tokens are made again (`_Bucket.extend`).
+- Gating: one pass over the breaches of each limiter, in event order, a window at a time (a new
+  window after a forced update that changed a bucket), and over the breaches of each
+  connection-level limit.
 - Pending requests and bytes (per connection, per IO thread): the requests still pending at each
   read are counted with sorted completion times and `searchsorted` (`_pending`); the end of a pause
   is an order statistic of the completions pending at its breach.
@@ -43,6 +48,7 @@ integer: the output column is then of object dtype.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -200,37 +206,82 @@ class _Events:
             latency=latency, limits=limits)
 
 
-def _carry(gaps_ms: list[int], rate: int, remainder: int,
-           before: tuple[list[int], list[int]] | None = None) -> tuple[list[int], list[int]]:
-    """The tokens made at each event and the nanoseconds carried after it (docs/notices.md, The token
-    bucket: the update; `bucket.new_tokens` inlined, its carry is never negative), from the gaps since
-    the previous event and the carry before the first.
+class _Carries:
+    """The tokens made and the nanoseconds carried at each event of a bucket whose rate is neither a
+    multiple of 1000/s nor a divisor of 10^9 (docs/notices.md, The token bucket: the update).
 
-    With `before` (the made tokens and carries of the same gaps from another starting carry), stops
-    where the carries meet: from there on the two are the same.
+    With `g = gcd(rate, P)`, `P' = P / g` and `rate' = rate / g`, an update of `d = gap + carry` (ns)
+    makes `new = d * rate' // P'` tokens (`new_tokens`' `a * rate + b * rate // P` for
+    `d = a * P + b`) and carries `d - (new * P') // rate'` (its `b - ((b * rate // P) * P) // rate`),
+    which is `ceil(u / rate')` with `u = d * rate' mod P'` (`new * P' = d * rate' - u`). Per event,
+    `gap * rate' = whole * P' + rest`: the update makes `whole + (rest + carry * rate') // P'` tokens
+    and carries `ceil(((rest + carry * rate') mod P') / rate')`, so the carry, at most
+    `ceil(P' / rate')`, is one Python step per event (a table lookup when the table of gaps and
+    carries is small) and the tokens made follow from the carries with numpy.
     """
-    period = RATE_PERIOD_NS
-    made: list[int] = []
-    carried: list[int] = []
-    for k, gap in enumerate(gaps_ms):
-        whole, part = divmod(gap * NS_PER_MS + remainder, period)
-        part_tokens = part * rate // period
-        remainder = part - part_tokens * period // rate
-        made.append(whole * rate + part_tokens)
-        carried.append(remainder)
-        if before is not None and remainder == before[1][k]:
-            return made + before[0][k + 1:], carried + before[1][k + 1:]
-    return made, carried
+
+    def __init__(self, gaps: np.ndarray, rate: int, kind: type) -> None:
+        g = math.gcd(rate, RATE_PERIOD_NS)
+        self.period, self.rate = RATE_PERIOD_NS // g, rate // g
+        n = len(gaps)
+        unique, index = np.unique(gaps, return_inverse=True)
+        index = index.reshape(-1)
+        whole, rest = [], []
+        for gap in unique.tolist():
+            w, r = divmod(int(gap) * NS_PER_MS * self.rate, self.period)
+            whole.append(w)
+            rest.append(r)
+        rests = np.array(rest, dtype=np.int64)
+        self.whole = np.array(whole, dtype=kind)[index]
+        self.rest = rests[index]
+        states = -(-self.period // self.rate) + 1  # carries 0 .. ceil(P' / rate')
+        self.table: list[int] | None = None
+        if len(unique) * states <= 2 * n + 65_536:
+            table = (rests[:, None] + np.arange(states, dtype=np.int64) * self.rate) % self.period
+            self.table = (-(-table // self.rate)).ravel().tolist()
+            self.steps: list[int] = (index.astype(np.int64) * states).tolist()
+        else:
+            self.steps = self.rest.tolist()
+
+    def carried(self, lo: int, hi: int, carry: int) -> np.ndarray:
+        """The carries after events `lo .. hi - 1`, from the carry before `lo`."""
+        out: list[int] = []
+        append = out.append
+        if self.table is not None:
+            table = self.table
+            for base in self.steps[lo:hi]:
+                carry = table[base + carry]
+                append(carry)
+        else:
+            rate, period = self.rate, self.period
+            for rest in self.steps[lo:hi]:
+                carry = -(-((rest + carry * rate) % period) // rate)
+                append(carry)
+        return np.array(out, dtype=np.int64)
+
+    def made(self, lo: int, hi: int, before: np.ndarray) -> np.ndarray:
+        """The tokens made at events `lo .. hi - 1`, from the carries before each."""
+        return self.whole[lo:hi] + (self.rest[lo:hi] + before * self.rate) // self.period
+
+
+_WINDOW = 1024  # events whose balances are brought up to date at once after a forced update
 
 
 class _Bucket:
-    """One token bucket over its limiter's events: tokens made, carries and balances per event."""
+    """One token bucket over its limiter's events: tokens made, carries and balances per event.
+
+    A forced update that changes the bucket (`throttling`) changes its state at one event; the
+    balances after it are then brought up to date lazily, a window at a time (`extend`): the
+    carries are recomputed only until they meet the old ones (from there on the same tokens are
+    made), and the balances only until one equals its old value at an event after which the same
+    tokens are made (from there on the old balances are the bucket's).
+    """
 
     def __init__(self, rate: int, t: np.ndarray, consumed: np.ndarray) -> None:
         self.rate = rate
         n = len(t)
+        self.n = n
         gaps = np.diff(t, prepend=t[:1]) if n else t
-        self.gaps: list[int] = [int(g) for g in gaps.tolist()]
         span = int(t[-1]) - int(t[0]) if n else 0
         # made <= span * rate / 1000 + (1 + rate / P) per update (the carry is below P / rate + 1),
         # and a forced update per event at most adds as much again
@@ -241,31 +292,57 @@ class _Bucket:
         per_second = RATE_PERIOD_NS // NS_PER_MS
         if rate % per_second == 0:  # a millisecond makes whole tokens: nothing is ever carried
             self.made = gaps.astype(self.kind) * (rate // per_second)
-            self.carried = [0] * n
+            self.carried = np.zeros(n, dtype=np.int64)
         elif RATE_PERIOD_NS % rate == 0:
             # a token takes whole nanoseconds `q`: the carry is the time since the bucket's creation
             # modulo q, and the tokens made so far are that time // q
             q = RATE_PERIOD_NS // rate
             elapsed = (t - t[:1]).astype(_fits(span * NS_PER_MS)) * NS_PER_MS if n else t
             self.made = np.diff(elapsed // q, prepend=elapsed[:1] // q).astype(self.kind)
-            self.carried = [int(v) for v in (elapsed % q).tolist()]
+            self.carried = (elapsed % q).astype(np.int64)
         else:
-            made, self.carried = _carry(self.gaps, rate, 0)
-            self.made = np.array(made, dtype=self.kind)
+            self.carries = _Carries(gaps, rate, self.kind)
+            self.carried = self.carries.carried(0, n, 0)
+            self.made = self.carries.made(0, n, np.r_[0, self.carried[:-1]])
         self.tokens = self._balance(self.made, self.consumed, rate)
+        # `tokens[:valid]` are the bucket's balances; the later ones are old balances, each computed
+        # from the one before it from `stale_from` on, with the tokens made after `dirty` as now
+        self.valid = n
+        self.dirty = -1
+        self.stale_from = 0
 
-    def _balance(self, made: np.ndarray, consumed: np.ndarray, start: int) -> np.ndarray:
+    def _balance(self, made: np.ndarray, consumed: np.ndarray, start: Any) -> np.ndarray:
         """`x_n = min(x_(n-1) + made_n, cap) - c_n` from `x_0 = start`, in closed form."""
         if not len(made):
             return made
         s = np.cumsum(made - consumed)
         return s + np.minimum(start, np.minimum.accumulate(self.rate - consumed - s))
 
+    def extend(self, upto: int) -> int:
+        """Bring the balances up to date until at least event `upto` (or the last); returns how many
+        are up to date."""
+        upto = min(upto, self.n)
+        if self.valid >= upto:
+            return self.valid
+        lo = self.valid
+        fresh = self._balance(self.made[lo:upto], self.consumed[lo:upto], self.tokens[lo - 1])
+        first = max(self.dirty, self.stale_from, lo)
+        same = np.flatnonzero(np.asarray(fresh[first - lo:] == self.tokens[first:upto], dtype=bool))
+        if len(same):  # the old balances from there on are the bucket's
+            upto = first + int(same[0])
+            self.tokens[lo:upto] = fresh[:upto - lo]
+            self.valid, self.dirty, self.stale_from = self.n, -1, 0
+            return self.n
+        self.tokens[lo:upto] = fresh
+        self.valid = upto
+        self.stale_from = max(self.stale_from, upto)
+        return upto
+
     def throttling(self, k: int) -> tuple[int, bool]:
-        """`calculateThrottlingDuration` after event `k` (`TokenBucket.throttling_ns`): the forced
-        update at the event's time, then the time to the target balance; and whether the forced
-        update changed the bucket (its later balances are then recomputed)."""
-        carry = self.carried[k]
+        """`calculateThrottlingDuration` after event `k` (`TokenBucket.throttling_ns`; `k` below
+        `valid`): the forced update at the event's time, then the time to the target balance; and
+        whether the forced update changed the bucket (its later balances are then out of date)."""
+        carry = int(self.carried[k])
         made, carried = new_tokens(carry, self.rate)
         carried = max(carried, 0)
         tokens = min(int(self.tokens[k]) + made, self.rate)
@@ -277,14 +354,23 @@ class _Bucket:
         return duration_ns(target_tokens(self.rate) - tokens, self.rate), changed
 
     def _restart(self, k: int, tokens: int, carried: int) -> None:
-        """The balances after event `k` from the state (`tokens`, `carried`) at `k`."""
-        self.tokens = self.tokens.copy()
+        """The state (`tokens`, `carried`) at event `k`: the carries after it are recomputed until
+        they meet the old ones, the balances after it are out of date."""
         self.tokens[k] = tokens
-        made, carries = _carry(self.gaps[k + 1:], self.rate, carried,
-                               (self.made[k + 1:].tolist(), self.carried[k + 1:]))
-        self.carried = [*self.carried[:k], carried, *carries]
-        self.made = np.concatenate([self.made[:k + 1], np.array(made, dtype=self.kind)])
-        self.tokens[k + 1:] = self._balance(self.made[k + 1:], self.consumed[k + 1:], tokens)
+        self.carried[k] = carried
+        lo, size, remainder = k + 1, 64, carried
+        while lo < self.n:
+            hi = min(lo + size, self.n)
+            new = self.carries.carried(lo, hi, remainder)
+            met = np.flatnonzero(new == self.carried[lo:hi])
+            stop = hi if not len(met) else lo + int(met[0]) + 1
+            self.made[lo:stop] = self.carries.made(lo, stop, np.r_[remainder, new[:stop - lo - 1]])
+            self.carried[lo:stop] = new[:stop - lo]
+            self.dirty = max(self.dirty, stop - 1)
+            if len(met):
+                break
+            lo, size, remainder = hi, 2 * size, int(new[-1])
+        self.valid = k + 1
 
 
 @dataclass
@@ -307,11 +393,13 @@ def _rate_limiter(ev: _Events, positions: np.ndarray, rate: PublishRate, reason:
     ts = ev.ts[positions].tolist()
     throttled_until: dict[int, int] = {}
     out: list[_RateNotice] = []
-    start = 0
-    while True:
-        breached = np.zeros(len(positions) - start, dtype=bool)
+    n = len(positions)
+    start, window = 0, _WINDOW
+    while start < n:
+        end = min(b.extend(start + window) for b in buckets)
+        breached = np.zeros(end - start, dtype=bool)
         for b in buckets:
-            breached |= np.asarray(b.tokens[start:] <= 0, dtype=bool)
+            breached |= np.asarray(b.tokens[start:end] <= 0, dtype=bool)
         restart = None
         for k in (start + np.flatnonzero(breached)).tolist():
             p, tk = producers[k], times[k]
@@ -330,8 +418,10 @@ def _rate_limiter(ev: _Events, positions: np.ndarray, rate: PublishRate, reason:
                 restart = k + 1
                 break
         if restart is None:
-            return out
-        start = restart
+            start, window = end, 2 * window
+        else:
+            start, window = restart, _WINDOW
+    return out
 
 
 def _grouped(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
