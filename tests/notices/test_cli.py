@@ -83,3 +83,11 @@ def test_bad_traffic_exits_2_naming_line_field_value_and_rule(files, tmp_path: P
     assert main(["notices", "evaluate", "--config", str(config), "--traffic", str(traffic)]) == 2
     err = capsys.readouterr().err
     assert "t.jsonl:1" in err and "receipt_latency_ms must not be negative" in err
+
+
+def test_missing_traffic_exits_2_naming_the_path(files, tmp_path: Path, capsys) -> None:
+    config, _ = files
+    missing = tmp_path / "nowhere.jsonl"
+    assert main(["notices", "evaluate", "--config", str(config), "--traffic", str(missing)]) == 2
+    assert f"{missing}: field '(file)'='{missing}': cannot read: No such file or directory" in (
+        capsys.readouterr().err)

@@ -14,13 +14,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from quotaplane.core.errors import InputError
 from quotaplane.core.jsonl import read_records
 from quotaplane.core.records import RecordSchema
 
 
 def input_files(path: Path) -> list[Path]:
+    """The files of an input: the file itself, or a folder's files; `InputError` when there is neither."""
     if path.is_file():
         return [path]
+    if not path.is_dir():
+        raise InputError(str(path), "(file)", str(path), "cannot read: No such file or directory")
     return sorted(p for p in path.rglob("*") if p.is_file()
                   and not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts))
 
