@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -117,7 +117,7 @@ class _Pause:
     reason: Reason
     pause_for_millis: int
     receipt: str
-    connections: tuple[str, ...]
+    connections: Sequence[str]
     with_notices: tuple[int, int]
     without_notices: tuple[int, int]
 
@@ -195,12 +195,12 @@ class BrokerEvaluation:
                     t_ns: int) -> _Pause:
         t = e["ts_ms"]
         pause = limiter.pause_ms(t_ns)
-        if reason is not Reason.BrokerProduceQuotaExceeded and self.config.pause_rule == "rest-of-second":
+        if not reason.connection_level and self.config.pause_rule == "rest-of-second":
             pause = 1000 - t % 1000
         self.throttled_until[(*key, e["connection_id"], e["producer_id"])] = t + pause
         receipt = self._receipt(e)
         today = (t, t + pause)
-        if reason is Reason.BrokerProduceQuotaExceeded:
+        if reason.connection_level:  # the broker rate: paused anyway, a pause of 0 sent
             return _Pause(e, reason, 0, receipt, (e["connection_id"],), today, today)
         with_notices = {IN_TIME: (t, t), LATE: (t + self.config.receipt_wait_ms, t + pause),
                         UNSUPPORTED: today}[receipt]
@@ -250,23 +250,21 @@ class BrokerEvaluation:
             remaining -= size
             end = completion
         self.buffer_paused_until[thread] = end
-        # every connection of the thread: the ones seen so far and any that comes later (Netty binds a
-        # channel to its event loop for life)
-        return [_Pause(e, Reason.MessageBufferSizeBreach, 0, self._receipt(e), (f"thread:{thread}",),
-                       (t, end), (t, end))]
+        # every connection of the thread: the thread's own list, which connections that come later
+        # join too (Netty binds a channel to its event loop for life)
+        return [_Pause(e, Reason.MessageBufferSizeBreach, 0, self._receipt(e),
+                       self.thread_connections[thread], (t, end), (t, end))]
 
     def _notice(self, p: _Pause, timeline: _Timeline) -> Notice:
         e = p.event
-        connections = (self.thread_connections[int(p.connections[0].split(":")[1])]
-                       if p.reason is Reason.MessageBufferSizeBreach else p.connections)
         return Notice(
             ts_ms=e["ts_ms"], broker=self.broker, connection_id=e["connection_id"],
             producer_id=e["producer_id"], topic=e["topic"], reason=p.reason.name,
             pause_for_millis=p.pause_for_millis, receipt=p.receipt,
             connection_paused_ms=max(p.with_notices[1] - p.with_notices[0], 0),
-            stalled_topics=timeline.stalled(connections, p.with_notices, e["topic"]),
+            stalled_topics=timeline.stalled(p.connections, p.with_notices, e["topic"]),
             connection_paused_ms_without_notices=max(p.without_notices[1] - p.without_notices[0], 0),
-            stalled_topics_without_notices=timeline.stalled(connections, p.without_notices, e["topic"]))
+            stalled_topics_without_notices=timeline.stalled(p.connections, p.without_notices, e["topic"]))
 
 
 class _Timeline:

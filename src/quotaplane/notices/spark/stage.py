@@ -22,11 +22,11 @@ from pyspark.sql import functions as F
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.readers import check_once, read_telemetry
 from quotaplane.notices.config import NoticeConfig
-from quotaplane.notices.engine.evaluate import RECEIPTS
+from quotaplane.notices.engine.evaluate import COMPARISON_COLUMNS, RECEIPTS
 from quotaplane.notices.metrics import NoticeMetrics
 from quotaplane.notices.records import INPUTS
 from quotaplane.notices.report import NoticeReportData, bucket_ms_for, build_sections, notice_kpis
-from quotaplane.notices.spark.evaluate import comparison, evaluate_notices
+from quotaplane.notices.spark.evaluate import COMPARISON_SCHEMA, SPAN_COLUMNS, comparison, evaluate_notices
 
 TRAFFIC = INPUTS[0]
 INPUT = TRAFFIC.name
@@ -48,11 +48,13 @@ def run_stage(ctx: StageContext, config: NoticeConfig, outputs: Outputs) -> Stag
         checked.release()
     decided = ctx.spark.read.parquet(str(out / "notice_decisions"))
     with ctx.progress.step("notices: comparison, metrics and report"):
-        _write(decided.transform(comparison), out / "notice_comparison")
-        rows = [r.asDict() for r in ctx.spark.read.parquet(str(out / "notice_comparison"))
-                .orderBy("broker", "topic", "reason").collect()]
-        first, last = decided.agg(F.min("ts_ms"), F.max("ts_ms")).first()
-        bucket_ms = bucket_ms_for(first, last)
+        # one scan of the notices for the comparison and their time span; the comparison is small
+        spans = sorted((r.asDict() for r in comparison(decided, span=True).collect()),
+                       key=lambda r: (r["broker"], r["topic"], r["reason"]))
+        rows = [{c: r[c] for c in COMPARISON_COLUMNS} for r in spans]
+        _write(ctx.spark.createDataFrame(rows, COMPARISON_SCHEMA), out / "notice_comparison")
+        bucket_ms = bucket_ms_for(min((r[SPAN_COLUMNS[0]] for r in spans), default=None),
+                                  max((r[SPAN_COLUMNS[1]] for r in spans), default=None))
         timeline = [r.asDict() for r in _timeline(decided, bucket_ms).collect()]
         ctx.registry.register(NoticeMetrics(rows))
         summary = summary_of(config, rows)
