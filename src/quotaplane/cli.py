@@ -20,6 +20,7 @@ from quotaplane.live import cli as serve_command
 from quotaplane.registry import POLICIES
 from quotaplane.sim import cli as simulate_command
 from quotaplane.storage.cli import register_config_check
+from quotaplane.stream import cli as stream_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_command.register(sub)
     simulate_command.register(sub)
     serve_command.register(sub)
+    stream_command.register(sub)
     forecast_command.register(sub)
     for policy in POLICIES:
         if policy.evaluator is not None:  # the forecast has its own top-level command

@@ -19,6 +19,7 @@ from quotaplane.backlog.config import BacklogPolicies
 from quotaplane.backlog.engine.evaluate import evaluate
 from quotaplane.backlog.engine.model import Snapshot
 from quotaplane.backlog.engine.stats import namespace_metrics, partitioned_stats, topic_metrics, topic_stats
+from quotaplane.backlog.engine.tables import CHECK_COLUMNS, EVICTION_COLUMNS, check_row, eviction_rows
 from quotaplane.backlog.records import BACKLOG_SNAPSHOTS
 from quotaplane.backlog.spark.evaluate import checks_of, decided_rows, derive, evictions_of
 from quotaplane.core.spark.schemas import spark_schema
@@ -26,31 +27,19 @@ from tests.backlog.strategies import fleet, with_precise
 from tests.support.differential import Engines, assert_engines_agree
 
 FIELDS = BACKLOG_SNAPSHOTS.field_names
-CHECK_FIELDS = ("ts_ms", "topic", "namespace", "partitioned_topic", "backlog_size_bytes", "backlog_entries",
-                "backlog_age_seconds", "oldest_subscription", "size_limit", "time_limit", "size_policy",
-                "time_policy", "size_level", "time_level", "exceeded", "action", "producers", "eviction_run",
-                "size_evictions_total", "time_evictions_total")
+CHECK_FIELDS = CHECK_COLUMNS
 STATS_FIELDS = ("topic", "backlogQuotaLimitSize", "backlogQuotaLimitTime", "oldestBacklogMessageAgeSeconds",
                 "oldestBacklogMessageSubscriptionName")
 METRIC_FIELDS = ("namespace", "topic", "backlog_size_bytes", "backlog_age_seconds", "size_limit",
                  "time_limit", "size_evictions", "time_evictions")
-EVICTION_FIELDS = ("ts_ms", "topic", "quota_type", "subscription", "entries", "bytes")
+EVICTION_FIELDS = EVICTION_COLUMNS
 
 
 def reference_outputs(tag: str, policies: BacklogPolicies,
                       snapshots: Iterable[Snapshot]) -> dict[str, list[dict[str, Any]]]:
     results = evaluate(policies, snapshots)
-    checks = []
-    for r in results:
-        q = r.quotas
-        values = (r.ts_ms, r.topic, r.namespace, r.partitioned_topic, r.backlog_size_bytes, r.backlog_entries,
-                  r.backlog_age_seconds, r.oldest_subscription, q.size_limit, q.time_limit, q.size_policy,
-                  q.time_policy, q.size_level, q.time_level, r.exceeded, r.action, r.producers,
-                  r.eviction_run, r.size_evictions_total, r.time_evictions_total)
-        checks.append({"_tag": tag, **dict(zip(CHECK_FIELDS, values, strict=True))})
-    evictions = [{"_tag": tag, **dict(zip(EVICTION_FIELDS, (r.ts_ms, r.topic, r.exceeded, e.subscription,
-                                                            e.entries, e.bytes), strict=True))}
-                 for r in results for e in r.evictions]
+    checks = [{"_tag": tag, **check_row(r)} for r in results]
+    evictions = [{"_tag": tag, **row} for r in results for row in eviction_rows(r)]
     stats = [{"_tag": tag, "topic": t, **s.as_dict()} for t, s in topic_stats(results).items()]
     parts = [{"_tag": tag, "topic": t, **s.as_dict()} for t, s in partitioned_stats(results).items()]
     topics = topic_metrics(results)

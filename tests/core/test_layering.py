@@ -23,7 +23,10 @@ PURE = [
     "quotaplane.core.properties", "quotaplane.cli", "quotaplane.registry", "quotaplane.sim",
     "quotaplane.live.service", "quotaplane.live.cli", "quotaplane.live.replay", "quotaplane.live.http",
     "quotaplane.live.forecast", "quotaplane.core.telemetry_files", "quotaplane.live.notice_channel",
-    "quotaplane.notices.protocol", "quotaplane.client",
+    "quotaplane.notices.protocol", "quotaplane.client", "quotaplane.core.incremental",
+    "quotaplane.stream.cli", "quotaplane.stream.commits", "quotaplane.stream.keyed",
+    "quotaplane.stream.status", "quotaplane.stream.plan", "quotaplane.stream.run",
+    *[f"quotaplane.{p}.incremental" for p in ("storage", "clients", "topics", "backlog")],
     *[f"quotaplane.{p}.{m}" for p in POLICIES
       for m in ("engine", "config", "records", "metrics", "report", "cli", "policy")],
 ]

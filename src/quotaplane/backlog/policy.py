@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from quotaplane.backlog.cli import BacklogEvaluator
 from quotaplane.backlog.config import BacklogPolicies, load_backlog_policies
+from quotaplane.backlog.incremental import BacklogIncremental
 from quotaplane.backlog.outputs import BacklogChecks
 from quotaplane.backlog.records import INPUTS
 from quotaplane.core.policy import Outputs, Policy, RunConfigs, StageContext, StageResult
@@ -15,6 +16,7 @@ class BacklogPolicy(Policy[BacklogPolicies]):
     inputs = INPUTS
     provides = (BacklogChecks,)
     evaluator = BacklogEvaluator()
+    incremental = BacklogIncremental()
 
     def load_config(self, configs: RunConfigs) -> BacklogPolicies | None:
         path = configs.backlog_policies

@@ -21,6 +21,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -290,3 +291,18 @@ def load_settings(path: str | Path | None, **overrides: Any) -> ClientQuotaSetti
     """`settings_from_properties` of a `.properties` file (or of nothing: Kafka's defaults)."""
     props = load_properties(path) if path is not None else {}
     return settings_from_properties(props, **overrides)
+
+
+@dataclass(frozen=True)
+class ClientsRunConfig:
+    """The client quotas, and the broker properties (from the storage configuration, when given)."""
+
+    quotas: ClientQuotaConfig
+    broker_properties: Mapping[str, str]
+    storage_given: bool
+
+    def settings(self, storage_decisions: bool) -> ClientQuotaSettings:
+        """The quota settings; the storage callback is installed when a storage configuration is given
+        or storage decisions are at hand."""
+        return settings_from_properties(self.broker_properties,
+                                        storage_combined=self.storage_given or storage_decisions)

@@ -7,32 +7,14 @@ installed, produce limits follow the storage throttle factor in force at each re
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
-from dataclasses import dataclass
 
 from quotaplane.clients.cli import ClientsEvaluator, register_resolve
-from quotaplane.clients.config import load_client_quotas, settings_from_properties
-from quotaplane.clients.engine.entities import ClientQuotaConfig
-from quotaplane.clients.engine.settings import ClientQuotaSettings
+from quotaplane.clients.config import ClientsRunConfig, load_client_quotas
+from quotaplane.clients.incremental import ClientsIncremental
 from quotaplane.clients.records import INPUTS
 from quotaplane.core.policy import Outputs, Policy, RunConfigs, StageContext, StageResult
 from quotaplane.core.properties import load_properties
 from quotaplane.storage.outputs import StorageDecisions
-
-
-@dataclass(frozen=True)
-class ClientsRunConfig:
-    """The client quotas, and the broker properties (from the storage configuration, when given)."""
-
-    quotas: ClientQuotaConfig
-    broker_properties: Mapping[str, str]
-    storage_given: bool
-
-    def settings(self, storage_decisions: bool) -> ClientQuotaSettings:
-        """The quota settings; the storage callback is installed when a storage configuration is given
-        or storage decisions are at hand."""
-        return settings_from_properties(self.broker_properties,
-                                        storage_combined=self.storage_given or storage_decisions)
 
 
 class ClientsPolicy(Policy[ClientsRunConfig]):
@@ -41,6 +23,7 @@ class ClientsPolicy(Policy[ClientsRunConfig]):
     inputs = INPUTS
     needs = (StorageDecisions,)
     evaluator = ClientsEvaluator()
+    incremental = ClientsIncremental()
 
     def load_config(self, configs: RunConfigs) -> ClientsRunConfig | None:
         if configs.client_quotas is None:

@@ -12,6 +12,8 @@ its `Policy` object is the one face the rest of quotaplane sees:
 - `run_stage(ctx, config, outputs)`: its Spark stage of `quotaplane run`: tables written under
   `ctx.out_dir`, metrics registered in `ctx.registry`, and a `StageResult` (summary, read counts,
   report sections, console lines);
+- `incremental`: its incremental form, key by key, for `quotaplane stream`
+  (`quotaplane.core.incremental`);
 - `needs` / `provides`: what it takes from, or gives to, other policies, as types: the client quota
   stage needs `StorageDecisions` (the storage throttle factor over time), which the storage stage
   provides. The runner orders the stages by these and hands them over in `Outputs`.
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TextIO, TypeVar
 
 from quotaplane.core.errors import ConfigError
+from quotaplane.core.incremental import Incremental
 from quotaplane.core.records import RecordSchema
 
 if TYPE_CHECKING:
@@ -210,6 +213,8 @@ class Policy(ABC, Generic[C]):
     needs: ClassVar[tuple[type, ...]] = ()
     provides: ClassVar[tuple[type, ...]] = ()
     evaluator: ClassVar[Evaluator | None] = None
+    #: its incremental form for `quotaplane stream` (None: the policy does not stream)
+    incremental: ClassVar[Incremental[Any] | None] = None
 
     @abstractmethod
     def load_config(self, configs: RunConfigs) -> C | None:

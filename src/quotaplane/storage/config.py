@@ -336,3 +336,11 @@ def _strimzi(props: Mapping[str, str], c: Collector, quotas: StaticQuotas,
         validity_ns=validity, checks_enabled=enabled, quotas=quotas, excluded_principals=excluded,
         admin=admin,
     )
+
+
+@dataclass(frozen=True)
+class StorageRunConfig:
+    """The storage configuration of a run, and the one evaluated beside it for comparison."""
+
+    main: StorageConfig
+    compare: StorageConfig | None = None

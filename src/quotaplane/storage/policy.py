@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from quotaplane.core.policy import Outputs, Policy, RunConfigs, StageContext, StageResult
 from quotaplane.storage.cli import StorageEvaluator
-from quotaplane.storage.config import StorageConfig, load_storage_config
+from quotaplane.storage.config import StorageRunConfig, load_storage_config
+from quotaplane.storage.incremental import StorageIncremental
 from quotaplane.storage.outputs import StorageDecisions
 from quotaplane.storage.records import INPUTS
-
-
-@dataclass(frozen=True)
-class StorageRunConfig:
-    """The storage configuration of a run, and the one evaluated beside it for comparison."""
-
-    main: StorageConfig
-    compare: StorageConfig | None = None
 
 
 class StoragePolicy(Policy[StorageRunConfig]):
@@ -25,6 +16,7 @@ class StoragePolicy(Policy[StorageRunConfig]):
     inputs = INPUTS
     provides = (StorageDecisions,)
     evaluator = StorageEvaluator()
+    incremental = StorageIncremental()
 
     def load_config(self, configs: RunConfigs) -> StorageRunConfig | None:
         if configs.storage is None:

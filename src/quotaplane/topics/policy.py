@@ -5,6 +5,7 @@ from __future__ import annotations
 from quotaplane.core.policy import Outputs, Policy, RunConfigs, StageContext, StageResult
 from quotaplane.topics.cli import TopicsEvaluator
 from quotaplane.topics.config import TopicQuotaConfig, load_topics_config
+from quotaplane.topics.incremental import TopicsIncremental
 from quotaplane.topics.records import INPUTS
 
 
@@ -13,6 +14,7 @@ class TopicsPolicy(Policy[TopicQuotaConfig]):
     title = "topic bytes-in quotas: judge produce requests with the reference engine"
     inputs = INPUTS
     evaluator = TopicsEvaluator()
+    incremental = TopicsIncremental()
 
     def load_config(self, configs: RunConfigs) -> TopicQuotaConfig | None:
         return load_topics_config(configs.topics) if configs.topics is not None else None

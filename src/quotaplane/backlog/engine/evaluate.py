@@ -61,7 +61,6 @@ def evaluate(policies: BacklogPolicies, snapshots: Iterable[Snapshot]) -> list[T
     groups: dict[tuple[int, str], list[Snapshot]] = defaultdict(list)
     for s in snapshots:
         groups[(s.ts_ms, s.topic)].append(s)
-    precise = policies.broker.precise_time_check
     counters: dict[str, dict[str, int]] = defaultdict(lambda: {SIZE: 0, TIME: 0})
     quotas_of: dict[tuple[str, str | None], ResolvedQuotas] = {}
     results: list[TickResult] = []
@@ -70,12 +69,21 @@ def evaluate(policies: BacklogPolicies, snapshots: Iterable[Snapshot]) -> list[T
         key = (topic, rows[0].partitioned_topic)
         if key not in quotas_of:
             quotas_of[key] = resolve(policies, topic, rows[0].partitioned_topic)
-        result = check_topic(ts_ms, topic, rows, quotas_of[key], precise)
-        count = counters[topic]
-        if result.eviction_run and result.exceeded is not None:
-            count[result.exceeded] += 1
-        results.append(_with_counts(result, count[SIZE], count[TIME]))
+        results.append(next_tick(policies, ts_ms, topic, rows, counters[topic], quotas_of[key]))
     return results
+
+
+def next_tick(policies: BacklogPolicies, ts_ms: int, topic: str, rows: Sequence[Snapshot],
+              counts: dict[str, int], quotas: ResolvedQuotas | None = None) -> TickResult:
+    """The tick `ts_ms` of `topic`, after all its earlier ticks: `counts` holds the topic's eviction
+    runs so far per quota type (`SIZE`, `TIME`) and is updated in place; `quotas` are resolved when
+    not given."""
+    if quotas is None:
+        quotas = resolve(policies, topic, rows[0].partitioned_topic)
+    result = check_topic(ts_ms, topic, rows, quotas, policies.broker.precise_time_check)
+    if result.eviction_run and result.exceeded is not None:
+        counts[result.exceeded] += 1
+    return _with_counts(result, counts[SIZE], counts[TIME])
 
 
 def _with_counts(result: TickResult, size_total: int, time_total: int) -> TickResult:

@@ -3,12 +3,14 @@
 Each line is checked with the same type and row rules as the Spark reader
 (`BACKLOG_SNAPSHOTS.coerce_record`), then the group rules: a subscription seen twice at one tick,
 or rows of one (tick, topic) that disagree on `partitioned_topic`. The first bad line raises
-`InputError` naming the file, the line, the field, the value and the rule.
+`InputError` naming the file, the line, the field, the value and the rule. `group_reasons` gives
+the group rules in the form `quotaplane run` applies them: rows quarantined, not a file rejected.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from quotaplane.backlog.engine.model import Snapshot
@@ -33,6 +35,17 @@ def parse_snapshots(lines: Iterable[bytes | str], source: str = "snapshots") -> 
             raise InputError(where, "partitioned_topic", s.partitioned_topic,
                              f"{PARENT_CONFLICT_REASON} (line {parent[1]} has {parent[0]!r})")
         yield s
+
+
+def group_reasons(rows: Sequence[Snapshot]) -> list[str | None]:
+    """The group rules over every row of one (tick, topic) that passed the row rules, as the Spark
+    reader applies them (`spark.reader.with_group_rules`): each row of a subscription seen more than
+    once gets `DUPLICATE_REASON`; when the rows (those included) disagree on `partitioned_topic`,
+    every other row gets `PARENT_CONFLICT_REASON`; None: the row is used."""
+    times = Counter(s.subscription for s in rows)
+    conflict = len({s.partitioned_topic for s in rows}) > 1
+    return [DUPLICATE_REASON if times[s.subscription] > 1 else PARENT_CONFLICT_REASON if conflict else None
+            for s in rows]
 
 
 def read_snapshots(path: str | Path) -> list[Snapshot]:

@@ -21,7 +21,7 @@ is installed). For each request, in time order (input order for equal times):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from quotaplane.clients.engine.entities import ClientQuotaConfig
 from quotaplane.clients.engine.quota_types import (
@@ -127,18 +127,33 @@ def effective_limit(resolved: Resolved, quota_type: str, settings: ClientQuotaSe
     return resolved.limit, (CLIENT if resolved.limit is not None else None)
 
 
+# A sharing group: (broker_id, quota_type, tag user, tag client id).
+GroupKey = tuple[int, str, str, str]
+
+
+@dataclass
+class Sensors:
+    """What an engine has measured so far (it pickles, so a stream can carry it between runs): the
+    sampled rate and token bucket of each sharing group, and how many requests were processed."""
+
+    rates: dict[GroupKey, SampledRate] = field(default_factory=dict)
+    buckets: dict[GroupKey, TokenBucket] = field(default_factory=dict)
+    processed: int = 0
+
+
 class ClientQuotaEngine:
-    """Evaluates requests against a static quota configuration."""
+    """Evaluates requests against a static quota configuration; `sensors` carries on from an earlier
+    engine's measurements (a new set when not given)."""
 
     def __init__(self, config: ClientQuotaConfig, settings: ClientQuotaSettings | None = None,
-                 factors: FactorTimeline | None = None) -> None:
+                 factors: FactorTimeline | None = None, sensors: Sensors | None = None) -> None:
         self.settings = settings or ClientQuotaSettings()
         self.resolver = QuotaResolver(config)
         self.factors = factors
+        self.sensors = sensors if sensors is not None else Sensors()
         self._resolved: dict[tuple[str, str, str], tuple[Tags, Resolved]] = {}
-        self._rates: dict[tuple[int, str, str, str], SampledRate] = {}
-        self._buckets: dict[tuple[int, str, str, str], TokenBucket] = {}
-        self._order = 0
+        self._rates = self.sensors.rates
+        self._buckets = self.sensors.buckets
 
     def evaluate(self, requests: Sequence[ClientRequest]) -> list[RequestOutcome]:
         """Process `requests` in time order (stable); return the outcomes in input order."""
@@ -177,7 +192,7 @@ class ClientQuotaEngine:
                 rate, window, tokens, violated, throttle = self._mutation(key, units, limit, r.ts_ms)
             else:
                 rate, window, violated, throttle = self._sampled(key, r.quota_type, units, limit, r.ts_ms)
-        self._order += 1
+        self.sensors.processed += 1
         return RequestOutcome(
             ts_ms=r.ts_ms, broker_id=r.broker_id, user=r.user, client_id=r.client_id,
             quota_type=r.quota_type, value=r.value, value_units=units,
@@ -188,10 +203,10 @@ class ClientQuotaEngine:
             throttle_time_ms=throttle,
             quota_value=limit if (s.quota_value_metric and recorded
                                   and r.quota_type in QUOTA_VALUE_TYPES) else None,
-            order=self._order - 1,
+            order=self.sensors.processed - 1,
         )
 
-    def _sampled(self, key: tuple[int, str, str, str], quota_type: str, units: int,
+    def _sampled(self, key: GroupKey, quota_type: str, units: int,
                  limit: float | None, t: int) -> tuple[float, int, bool, int]:
         s = self.settings
         state = self._rates.get(key)
@@ -212,7 +227,7 @@ class ClientQuotaEngine:
             state.record(-units, t)
         return rate, window, violated, throttle
 
-    def _mutation(self, key: tuple[int, str, str, str], units: int, limit: float | None,
+    def _mutation(self, key: GroupKey, units: int, limit: float | None,
                   t: int) -> tuple[float, int, float | None, bool, int]:
         s = self.settings
         rate_state = self._rates.get(key)

@@ -149,12 +149,7 @@ def read_raw(spark: SparkSession, schema: RecordSchema, path: str, fmt: str | No
     if fmt == "jsonl":
         text = (spark.read.option("recursiveFileLookup", "true" if Path(path).is_dir() else "false")
                 .text(path))
-        line = SF.strip_bom(F.col("value"))
-        parsed = F.try_parse_json(line)
-        df = (text.where(~SF.is_blank(line))
-              .select(SF.quarantined_text(F.col("value")).alias("_row"),
-                      SF.line_reason(F.col("value"), line, parsed).alias(LINE_REASON),
-                      parsed.alias(PARSED)))
+        df = json_lines(text)
     elif fmt == "csv":
         raw = raw_schema(schema)
         with_corrupt = T.StructType([*raw.fields, T.StructField(CORRUPT, T.StringType(), True)])
@@ -181,6 +176,17 @@ def read_raw(spark: SparkSession, schema: RecordSchema, path: str, fmt: str | No
         df = df.select("*", F.xxhash64(F.input_file_name()).alias(FILE_ID),
                        F.monotonically_increasing_id().alias(POSITION))
     return df
+
+
+def json_lines(text: DataFrame, *keep: str) -> DataFrame:
+    """JSON Lines as `read_raw` gives them, from a frame of lines (`value`): blank lines dropped,
+    `_row`, `_line_reason` and the parsed line (`_parsed`), and the `keep` columns."""
+    line = SF.strip_bom(F.col("value"))
+    parsed = F.try_parse_json(line)
+    return (text.where(~SF.is_blank(line))
+            .select(SF.quarantined_text(F.col("value")).alias("_row"),
+                    SF.line_reason(F.col("value"), line, parsed).alias(LINE_REASON),
+                    parsed.alias(PARSED), *keep))
 
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)

@@ -64,7 +64,8 @@ def window_of(ts: int, interval_ms: int) -> int:
     return ts // interval_ms if interval_ms > 0 else ts
 
 
-def _round_id(cluster: str | None, row: Row, interval_ms: int) -> RoundId:
+def round_id(cluster: str | None, row: Row, interval_ms: int) -> RoundId:
+    """The round a row of `cluster` belongs to: (cluster, poll id, None) or (cluster, None, window)."""
     poll = row.get("poll_id")
     if poll is not None:
         return (cluster, int(poll), None)
@@ -86,7 +87,7 @@ def group_rounds(volume_rows: Iterable[Row], membership_rows: Iterable[Row], err
         ts[rid] = max(ts.get(rid, t), t)
 
     for r in volume_rows:
-        rid = _round_id(r["cluster"], r, interval_ms)
+        rid = round_id(r["cluster"], r, interval_ms)
         seen(rid, int(r["ts"]))
         v = Volume(int(r["broker_id"]), r["log_dir"], int(r["total_bytes"]), int(r["available_bytes"]))
         rank = (-int(r["ts"]), v.available_bytes, v.total_bytes)
@@ -94,13 +95,13 @@ def group_rounds(volume_rows: Iterable[Row], membership_rows: Iterable[Row], err
         if current is None or rank < current[0]:
             best[rid][v.key] = (rank, v)
     for r in membership_rows:
-        rid = _round_id(r["cluster"], r, interval_ms)
+        rid = round_id(r["cluster"], r, interval_ms)
         seen(rid, int(r["ts"]))
         members[rid].add(int(r["broker_id"]))
     for r in error_rows:
         targets = [r["cluster"]] if r.get("cluster") is not None else (sorted(clusters) or [None])
         for cluster in targets:
-            rid = _round_id(cluster, r, interval_ms)
+            rid = round_id(cluster, r, interval_ms)
             seen(rid, int(r["ts"]))
             candidate = (int(r["ts"]), r["reason"])
             if rid not in errors or candidate < errors[rid]:
@@ -138,26 +139,45 @@ def decision_row(rd: Round, d: Decision, config: StorageConfig) -> dict[str, Any
     }
 
 
+class RoundClock:
+    """The strimzi throttle's clock in `RoundEvaluator`: the time of the round being evaluated (a
+    plain object, not a closure, so that throttles pickle)."""
+
+    def __init__(self, now: int = 0) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
 class RoundEvaluator:
     """Rounds evaluated one at a time, in order per cluster, as the live service sees them: the
-    strimzi dialect's throttle (validity, observation cache) is kept per cluster, created at its
-    first round, with the round's time as its clock."""
+    strimzi dialect's throttle (validity, observation cache) is kept per cluster in `throttles`,
+    created at its first round, with the round's time as its clock.
 
-    def __init__(self, config: StorageConfig) -> None:
+    `throttles` given to the constructor carry on from earlier rounds (the streaming mode keeps
+    them pickled between micro-batches: they pickle without the configuration and the clock, both
+    given back here); the dict is updated in place.
+    """
+
+    def __init__(self, config: StorageConfig,
+                 throttles: dict[str | None, StrimziThrottle] | None = None) -> None:
         self.config = config
-        self._now: dict[str | None, int] = {}
-        self._throttles: dict[str | None, StrimziThrottle] = {}
+        self._clock = RoundClock()
+        self.throttles: dict[str | None, StrimziThrottle] = {} if throttles is None else throttles
+        for throttle in self.throttles.values():
+            throttle.rebind(config, self._clock)
 
     def evaluate(self, rd: Round) -> list[tuple[Decision, dict[str, Any]]]:
         """The decisions of one round (one per active broker for the local source), with their rows
         of the `storage_decisions` table."""
         config = self.config
         if config.evaluation == "strimzi":
-            cluster = rd.cluster
-            self._now[cluster] = rd.ts
-            if cluster not in self._throttles:
-                self._throttles[cluster] = StrimziThrottle(config, clock=lambda c=cluster: self._now[c])
-            decisions = [self._throttles[cluster].observe(rd.volumes, rd.active, rd.error)]
+            self._clock.now = rd.ts
+            throttle = self.throttles.get(rd.cluster)
+            if throttle is None:
+                throttle = self.throttles[rd.cluster] = StrimziThrottle(config, clock=self._clock)
+            decisions = [throttle.observe(rd.volumes, rd.active, rd.error)]
         elif config.evaluation == "cluster":
             decisions = [evaluate_cluster(config, rd.volumes, rd.active, rd.error)]
         else:

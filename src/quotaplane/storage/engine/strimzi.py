@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.engine.decisions import Decision
@@ -45,6 +46,15 @@ class StrimziThrottle:
         self.cache: dict[tuple[int, str], tuple[Volume, int]] = {}
         self.throttling: Assessment | None = None
         self.assessments: tuple[Assessment, ...] = ()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without its configuration (which may hold the admin client's credentials) and
+        clock: whoever keeps a throttle pickled gives them back with `rebind`."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("config", "clock")}
+
+    def rebind(self, config: StorageConfig, clock: Callable[[], int]) -> None:
+        """The configuration and clock of an unpickled throttle."""
+        self.config, self.clock = config, clock
 
     @property
     def enabled(self) -> bool:

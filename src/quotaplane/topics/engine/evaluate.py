@@ -100,10 +100,36 @@ class _MeterSet:
 
 
 @dataclass
-class _Broker:
-    meters: _MeterSet
+class BrokerState:
+    """Everything the evaluation keeps for one broker between two milliseconds: the broker-wide
+    meters (None before its first request), the topic set (with its position in the schedule's
+    configured topics) and the meters of every topic seen on the broker. Plain objects: it pickles.
+    Brokers are independent, so a broker's requests can be judged by `judge_millisecond` one
+    millisecond at a time, resumed at any point (the streaming mode does, `topics.incremental`)."""
+
     topic_set: TopicSet
+    meters: _MeterSet | None = None
     topics: dict[str, _MeterSet] = field(default_factory=dict)
+
+
+def judge_millisecond(config: TopicQuotaConfig, schedule: ThresholdSchedule, broker: BrokerState,
+                      requests: Sequence[TopicRequest]) -> list[Decision]:
+    """Judge every request of one broker at one millisecond (all of them at once: a topic first
+    seen then joins the topic set before any of them is judged), after every earlier millisecond of
+    the broker; the decisions in the order given."""
+    if not requests:
+        return []
+    ts = requests[0].ts_ms
+    if broker.meters is None:
+        broker.meters = _MeterSet(ts)
+    for r in requests:
+        if r.ts_ms != ts:
+            raise ValueError(f"requests at {ts} and {r.ts_ms} ms judged as one millisecond")
+        if r.topic not in broker.topics:
+            broker.topics[r.topic] = _MeterSet(ts)
+        broker.topic_set.see(r.topic)
+    broker.topic_set.advance(ts)
+    return [_judge(config, schedule, broker, r) for r in requests]
 
 
 def evaluate(config: TopicQuotaConfig, requests: Sequence[TopicRequest],
@@ -112,25 +138,23 @@ def evaluate(config: TopicQuotaConfig, requests: Sequence[TopicRequest],
     schedule = ThresholdSchedule(config)
     order = sorted(range(len(requests)), key=lambda i: requests[i].ts_ms)
     out: list[Decision | None] = [None] * len(requests)
-    brokers: dict[int, _Broker] = {}
+    brokers: dict[int, BrokerState] = {}
     start = 0
     while start < len(order):
         ts = requests[order[start]].ts_ms
         end = start
         while end < len(order) and requests[order[end]].ts_ms == ts:
             end += 1
-        batch = order[start:end]
-        for i in batch:  # topics first seen at `ts` join the topic set before any judgement at `ts`
-            r = requests[i]
-            broker = brokers.get(r.broker_id)
+        by_broker: dict[int, list[int]] = {}
+        for i in order[start:end]:
+            by_broker.setdefault(requests[i].broker_id, []).append(i)
+        for broker_id, batch in by_broker.items():
+            broker = brokers.get(broker_id)
             if broker is None:
-                broker = brokers[r.broker_id] = _Broker(_MeterSet(ts), TopicSet(schedule))
-            if r.topic not in broker.topics:
-                broker.topics[r.topic] = _MeterSet(ts)
-            broker.topic_set.see(r.topic)
-            broker.topic_set.advance(ts)
-        for i in batch:
-            out[i] = _judge(config, schedule, brokers[requests[i].broker_id], requests[i])
+                broker = brokers[broker_id] = BrokerState(TopicSet(schedule))
+            judged = judge_millisecond(config, schedule, broker, [requests[i] for i in batch])
+            for i, decision in zip(batch, judged, strict=True):
+                out[i] = decision
         start = end
     if requests:
         last = requests[order[-1]].ts_ms
@@ -141,9 +165,10 @@ def evaluate(config: TopicQuotaConfig, requests: Sequence[TopicRequest],
     return Evaluation([d for d in out if d is not None], meters, as_of_ms)
 
 
-def _judge(config: TopicQuotaConfig, schedule: ThresholdSchedule, broker: _Broker,
+def _judge(config: TopicQuotaConfig, schedule: ThresholdSchedule, broker: BrokerState,
            r: TopicRequest) -> Decision:
     topic = broker.topics[r.topic]
+    assert broker.meters is not None
     broker.meters.advance(r.ts_ms)
     topic.advance(r.ts_ms)
     total_rate = broker.meters.meters["bytes_in"].one_minute_rate()
@@ -158,12 +183,13 @@ def _judge(config: TopicQuotaConfig, schedule: ThresholdSchedule, broker: _Broke
                     config.total_threshold, threshold.value, threshold.source)
 
 
-def _snapshots(config: TopicQuotaConfig, schedule: ThresholdSchedule, brokers: dict[int, _Broker],
+def _snapshots(config: TopicQuotaConfig, schedule: ThresholdSchedule, brokers: dict[int, BrokerState],
                as_of_ms: int) -> list[MeterSnapshot]:
     out: list[MeterSnapshot] = []
     for broker_id in sorted(brokers):
         broker = brokers[broker_id]
         broker.topic_set.advance(as_of_ms)
+        assert broker.meters is not None
         out.append(_snapshot(broker_id, None, broker.meters, as_of_ms,
                              Threshold(config.total_threshold, "total")))
         for name in sorted(broker.topics):

@@ -1,0 +1,1 @@
+"""`quotaplane stream`: the policies on Spark Structured Streaming over a landing directory."""

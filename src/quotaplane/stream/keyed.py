@@ -1,0 +1,77 @@
+"""One key's step of a micro-batch, run by Spark on an executor (`applyInPandas`, one group per key).
+
+The group holds the key's state row (`input` = `STATE`, the pickled state in `state`; absent for a
+key not seen before) and its new rows (`input` = the input's name, the row as JSON in `row`). The
+policy's `Incremental.advance` decides what is final; the group returns one row per decided table
+row (`table`, `row` as JSON), per late row (`table` = `LATE_TABLE`) and the key's new state
+(`table` = `STATE`, with `through`: `decided_through`).
+
+JSON carries the values exactly: Python's `json` writes the shortest repr of a double and any
+integer; Spark's `from_json` reads them back to the same double and long.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from quotaplane.core.incremental import Incremental
+
+STATE = "_state"
+LATE_TABLE = "_late"
+OUT_COLUMNS = ["key", "table", "row", "state", "through"]
+NO_WATERMARK = None
+
+
+def _dumps(row: dict[str, Any]) -> str:
+    return json.dumps(row, separators=(",", ":"), allow_nan=True, default=str)
+
+
+def step_function(policy: Incremental[Any], config: Any, watermark_ms: int | None,
+                  ) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """The `applyInPandas` function advancing each key of `policy` to `watermark_ms`."""
+
+    def step(pdf: pd.DataFrame) -> pd.DataFrame:
+        key = pdf["key"].iat[0]
+        state: Any = None
+        rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for kind, text, blob in zip(pdf["input"], pdf["row"], pdf["state"], strict=True):
+            if kind == STATE:
+                state = pickle.loads(blob)
+            else:
+                rows[kind].append(json.loads(text))
+        if policy.unkeyed and any(rows.get(name) for name in policy.unkeyed):
+            fields = json.loads(key)
+            if any(v is not None for v in fields.values()):
+                for name in policy.unkeyed:
+                    for row in rows.get(name, ()):
+                        if all(row.get(k) is None for k in fields):
+                            row.update(fields)
+        if state is None:
+            state = policy.new_state(config)
+        advanced = policy.advance(config, state, rows, watermark_ms)
+        out_table: list[str] = []
+        out_row: list[str | None] = []
+        for table, decided in advanced.tables.items():
+            for row in decided:
+                out_table.append(table)
+                out_row.append(_dumps(row))
+        for late in advanced.late:
+            out_table.append(LATE_TABLE)
+            out_row.append(_dumps(late))
+        n = len(out_table)
+        through = policy.decided_through(state, watermark_ms)
+        return pd.DataFrame({
+            "key": [key] * (n + 1),
+            "table": [*out_table, STATE],
+            "row": [*out_row, None],
+            "state": [None] * n + [pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)],
+            "through": pd.array([None] * n + [through], dtype="Int64"),
+        })
+
+    return step

@@ -1,0 +1,382 @@
+"""One micro-batch of `quotaplane stream`: new landing files in, decision partitions out.
+
+The batch's files (one row per file: its input, path and text) are split into lines, parsed and
+checked exactly as `quotaplane run` reads JSON Lines (`quotaplane.core.spark.readers`): rows that
+break a rule go to `quarantine/<input>/batch=<n>` with the reason, used rows whose event time is
+below the previous commit's watermark go to `late/<input>/batch=<n>` (never silently dropped), and
+the rest go to their policy, split by its key: one `applyInPandas` group per key holds the key's
+state (from the previous commit) and its new rows (`quotaplane.stream.keyed`). The decided rows are
+written to the policy's tables under `batch=<n>`, the new state to the checkpoint, then the commit
+is recorded (`quotaplane.stream.commits`). Per input and batch `read = used + quarantined + late`,
+where `used` counts the rows handed to a policy.
+
+The watermark is the latest event time seen (over every input) minus `--watermark-delay`, never
+lower than the previous one; the final flush of `--until-idle` decides everything (no watermark)
+and leaves the watermark just past the latest event time.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from quotaplane.core.incremental import QUARANTINE, Incremental, Table
+from quotaplane.core.spark.readers import FILE_ID, POSITION, REASON, json_lines, validate
+from quotaplane.stream.commits import Commit, CommitLog, publish, staging_dir
+from quotaplane.stream.keyed import LATE_TABLE, STATE, step_function
+from quotaplane.stream.plan import Streamed
+
+_KIND_TYPES: dict[str, T.DataType] = {
+    "long": T.LongType(), "int": T.IntegerType(), "double": T.DoubleType(), "string": T.StringType(),
+    "boolean": T.BooleanType(), "timestamp_ms": T.LongType(),
+}
+_JSON = {"ignoreNullFields": "false"}
+ROW_COLUMNS = ["key", "input", "row", "state"]
+OUT_SCHEMA = T.StructType([
+    T.StructField("key", T.StringType()), T.StructField("table", T.StringType()),
+    T.StructField("row", T.StringType()), T.StructField("state", T.BinaryType()),
+    T.StructField("through", T.LongType()),
+])
+LATE_SCHEMA = T.StructType([T.StructField("input", T.StringType()), T.StructField("reason", T.StringType()),
+                            T.StructField("row", T.StringType())])
+
+
+@dataclass
+class BatchReport:
+    """What one commit did, for the progress display and the metrics."""
+
+    commit: Commit
+    seconds: float
+    #: per input: read, used, quarantined, late
+    inputs: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: rows written per table
+    tables: dict[str, int] = field(default_factory=dict)
+    #: keys in each policy's state
+    keys: dict[str, int] = field(default_factory=dict)
+    #: the storage decisions of this commit (for the latest-decision metrics)
+    storage_rows: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def rows_read(self) -> int:
+        return sum(i["read"] for i in self.inputs.values())
+
+
+def table_schema(table: Table) -> T.StructType:
+    return T.StructType([T.StructField(c.name, _KIND_TYPES[c.kind], True) for c in table.columns])
+
+
+def table_columns(table: Table, parsed: Column) -> list[Column]:
+    return [(F.timestamp_millis(parsed[c.name]) if c.kind == "timestamp_ms" else parsed[c.name]).alias(c.name)
+            for c in table.columns]
+
+
+class MicroBatches:
+    """Processes the stream's micro-batches (see the module docstring)."""
+
+    def __init__(self, streamed: Sequence[Streamed], out_dir: Path, log: CommitLog, delay_ms: int) -> None:
+        self.streamed = list(streamed)
+        self.out_dir = out_dir
+        self.log = log
+        self.delay_ms = delay_ms
+        self.input_of = {i.name: (s, i) for s in self.streamed for i in s.inputs}
+
+    # -- the steps ---------------------------------------------------------------------------------
+
+    def process(self, batch: DataFrame, spark_batch: int) -> None:
+        """`foreachBatch`: one micro-batch of landing files (`input`, `file`, `value`)."""
+        self._commit(batch.sparkSession, batch, spark_batch)
+
+    def flush(self, spark: SparkSession) -> BatchReport | None:
+        """Decide everything still pending (the input has ended); None when nothing came since the
+        last flush."""
+        latest = self.log.latest()
+        if latest.number == 0 or latest.flushed:
+            return None
+        return self._commit(spark, None, None)
+
+    def _commit(self, spark: SparkSession, batch: DataFrame | None, spark_batch: int | None) -> BatchReport:
+        started = time.perf_counter()
+        prev = self.log.before(spark_batch) if spark_batch is not None else self.log.latest()
+        number = prev.number + 1
+        report = BatchReport(Commit(number, spark_batch, prev.watermark_ms, prev.max_event_ms,
+                                    totals=dict(prev.totals)), 0.0)
+        checked = self._checked(batch) if batch is not None else None
+        try:
+            if checked is not None:
+                self._split(checked, prev, report)
+            commit = report.commit
+            if batch is None:  # the flush: decide everything; later rows must be newer than all seen
+                watermark = None
+                commit.flushed = True
+                commit.watermark_ms = None if commit.max_event_ms is None else commit.max_event_ms + 1
+            else:
+                watermark = commit.watermark_ms
+            storage_through: int | None = watermark
+            keep_from: int | None = None
+            for streamed in self.streamed:
+                name = streamed.policy.name
+                broadcast = None
+                policy_watermark = watermark
+                if streamed.policy.broadcast == "storage_decisions":
+                    broadcast = [*prev.in_force, *report.storage_rows]
+                    if watermark is not None and storage_through is not None:
+                        policy_watermark = min(watermark, storage_through)
+                    keep_from = policy_watermark
+                rows = (self._policy_rows(checked, streamed, prev.watermark_ms)
+                        if checked is not None else None)
+                through = self._advance(spark, streamed, rows, broadcast, prev.number, number,
+                                        policy_watermark, report)
+                if name == "storage":
+                    storage_through = through
+            commit.in_force = _in_force([*prev.in_force, *report.storage_rows], keep_from)
+        finally:
+            if checked is not None:
+                checked.unpersist()
+        for name, count in report.tables.items():
+            commit.totals[f"table:{name}"] = commit.totals.get(f"table:{name}", 0) + count
+        for name, counts in report.inputs.items():
+            for what, count in counts.items():
+                commit.totals[f"{what}:{name}"] = commit.totals.get(f"{what}:{name}", 0) + count
+        commit.rows = report.rows_read
+        commit.decided = dict(report.tables)
+        commit.keys = dict(report.keys)
+        report.seconds = commit.seconds = round(time.perf_counter() - started, 3)
+        self.log.record(commit)
+        for streamed in self.streamed:
+            self.log.prune_state(streamed.policy.name, prev.number)
+        return report
+
+    def _checked(self, batch: DataFrame) -> DataFrame:
+        """Every line of the batch's files, typed and checked: `input`, `key`, `event_ms`, `reason`
+        (why quarantined, or null), `row` (the typed row as JSON), `original` (the line)."""
+        lines = batch.select("input", F.xxhash64("file").alias(FILE_ID),
+                             F.posexplode(F.split("value", "\n")).alias(POSITION, "value"))
+        parts = []
+        for name, (streamed, item) in self.input_of.items():
+            schema = item.schema
+            raw = json_lines(lines.where(F.col("input") == name), FILE_ID, POSITION)
+            typed = validate(schema, raw)
+            fields = [*schema.field_names, FILE_ID, POSITION]
+            time_field = streamed.policy.time_fields[name]
+            parts.append(typed.select(
+                F.lit(name).alias("input"),
+                F.to_json(F.struct(*streamed.policy.key), _JSON).alias("key"),
+                F.col(time_field).alias("event_ms"),
+                F.col(REASON).alias("reason"),
+                F.to_json(F.struct(*fields), _JSON).alias("row"),
+                F.col("_row").alias("original"),
+            ))
+        checked = parts[0]
+        for part in parts[1:]:
+            checked = checked.unionByName(part)
+        return checked.persist(StorageLevel.MEMORY_AND_DISK)
+
+    def _split(self, checked: DataFrame, prev: Commit, report: BatchReport) -> None:
+        """Count the batch per input, write its quarantined and late rows, move the watermark."""
+        late = self._late(prev.watermark_ms)
+        counts = checked.groupBy("input").agg(
+            F.count(F.lit(1)).alias("read"),
+            F.count(F.when(F.col("reason").isNotNull(), 1)).alias("quarantined"),
+            F.count(F.when(F.col("reason").isNull() & late, 1)).alias("late"),
+            F.max(F.when(F.col("reason").isNull() & ~late, F.col("event_ms"))).alias("max_event"),
+        ).collect()
+        latest = report.commit.max_event_ms
+        for row in counts:
+            read, quarantined, n_late = int(row["read"]), int(row["quarantined"]), int(row["late"])
+            report.inputs[row["input"]] = {"read": read, "used": read - quarantined - n_late,
+                                           "quarantined": quarantined, "late": n_late}
+            if row["max_event"] is not None:
+                latest = max(latest, int(row["max_event"])) if latest is not None else int(row["max_event"])
+        for name in self.input_of:
+            report.inputs.setdefault(name, {"read": 0, "used": 0, "quarantined": 0, "late": 0})
+        number = report.commit.number
+        if any(c["quarantined"] for c in report.inputs.values()):
+            self._write_quarantine(
+                checked.where(F.col("reason").isNotNull()).select(
+                    "input", F.col("input").alias("record"), "reason", F.col("original").alias("row")),
+                number, "reader")
+        if any(c["late"] for c in report.inputs.values()):
+            reason = F.concat(F.lit("event time "), F.col("event_ms").cast("string"),
+                              F.lit(" is before the watermark "), F.lit(str(prev.watermark_ms)))
+            self._write(checked.where(F.col("reason").isNull() & late)
+                        .select("input", reason.alias("reason"), "row"), "late", number, "source=watermark")
+        commit = report.commit
+        commit.max_event_ms = latest
+        if latest is not None:
+            candidate = latest - self.delay_ms
+            before = prev.watermark_ms
+            commit.watermark_ms = candidate if before is None else max(before, candidate)
+
+    @staticmethod
+    def _late(watermark_ms: int | None) -> Column:
+        if watermark_ms is None:
+            return F.lit(False)
+        return F.col("event_ms") < F.lit(watermark_ms)
+
+    def _policy_rows(self, checked: DataFrame, streamed: Streamed, before: int | None) -> DataFrame:
+        """The used, on-time rows of the policy's inputs (`key`, `input`, `row`, no state)."""
+        late = self._late(before)
+        names = [i.name for i in streamed.inputs]
+        return checked.where(F.col("input").isin(names) & F.col("reason").isNull() & ~late).select(
+            "key", "input", "row", F.lit(None).cast("binary").alias("state"))
+
+    def _advance(self, spark: SparkSession, streamed: Streamed, rows: DataFrame | None,
+                 broadcast: list[dict[str, Any]] | None, prev_number: int, number: int,
+                 watermark: int | None, report: BatchReport) -> int | None:
+        """Advance every key of one policy; returns its `decided_through` (the least over its keys)."""
+        policy = streamed.policy
+        previous_state = self.log.state_dir(policy.name, prev_number)
+        parts: list[DataFrame] = []
+        if previous_state.exists():
+            parts.append(spark.read.parquet(str(previous_state)).select(
+                "key", F.lit(STATE).alias("input"), F.lit(None).cast("string").alias("row"), "state"))
+        if rows is not None:
+            parts.append(rows)
+        if not parts:
+            return watermark
+        keyed = parts[0]
+        for part in parts[1:]:
+            keyed = keyed.unionByName(part)
+        if policy.unkeyed:
+            keyed = _spread_unkeyed(keyed, policy)
+        if broadcast:
+            keys = keyed.select("key").distinct()
+            shared = spark.createDataFrame([(r,) for r in map(_json_row, broadcast)], "row string")
+            keyed = keyed.unionByName(keys.crossJoin(shared).select(
+                "key", F.lit(policy.broadcast).alias("input"), "row",
+                F.lit(None).cast("binary").alias("state")))
+        step = step_function(policy, streamed.config, watermark)
+        result = (keyed.groupBy("key").applyInPandas(step, OUT_SCHEMA)
+                  .persist(StorageLevel.MEMORY_AND_DISK))
+        try:
+            summary = result.groupBy("table").agg(F.count(F.lit(1)).alias("n"),
+                                                  F.min("through").alias("through"),
+                                                  F.count("through").alias("known")).collect()
+            by_table = {r["table"]: r for r in summary}
+            state_row = by_table.get(STATE)
+            keys = int(state_row["n"]) if state_row else 0
+            report.keys[policy.name] = keys
+            target = self.log.state_dir(policy.name, number)
+            staged = staging_dir(target)
+            result.where(F.col("table") == STATE).select("key", "state").write.mode("overwrite").parquet(
+                str(staged))
+            for table in policy.output_tables(streamed.config):
+                count = int(by_table[table.name]["n"]) if table.name in by_table else 0
+                report.tables[table.name] = count
+                if count == 0:
+                    continue
+                parsed = F.from_json("row", table_schema(table))
+                rows_of = result.where(F.col("table") == table.name).select(parsed.alias("_r"))
+                self._write(rows_of.select(*table_columns(table, F.col("_r"))), table.name, number)
+                if policy.name == "storage":
+                    report.storage_rows = [
+                        _plain(r.asDict()) for r in rows_of.select("_r.*").collect()]
+            if LATE_TABLE in by_table:
+                late = result.where(F.col("table") == LATE_TABLE).select(
+                    F.from_json("row", LATE_SCHEMA).alias("_l")).select("_l.*")
+                self._write(late, "late", number, f"source={policy.name}")
+                total = int(by_table[LATE_TABLE]["n"])
+                report.commit.totals[f"policy_late:{policy.name}"] = report.commit.totals.get(
+                    f"policy_late:{policy.name}", 0) + total
+            if QUARANTINE in by_table:
+                self._policy_quarantine(result, policy.name, number, report)
+            publish(staged, target)
+        finally:
+            result.unpersist()
+        if watermark is None:
+            return None
+        return int(state_row["through"]) if state_row is not None and state_row["through"] is not None \
+            else watermark
+
+    def _policy_quarantine(self, result: DataFrame, policy: str, number: int, report: BatchReport) -> None:
+        """Rows the policy quarantined: written beside the reader's, counted as quarantined (not
+        used) for their input."""
+        rows = (result.where(F.col("table") == QUARANTINE)
+                .select(F.from_json("row", LATE_SCHEMA).alias("_q")).select("_q.*"))
+        per_input = rows.groupBy("input").agg(F.count(F.lit(1)).alias("n")).collect()
+        counts = {r["input"]: int(r["n"]) for r in per_input}
+        for name, n in counts.items():
+            entry = report.inputs.setdefault(name, {"read": 0, "used": 0, "quarantined": 0, "late": 0})
+            entry["used"] -= n
+            entry["quarantined"] += n
+        self._write_quarantine(rows.select("input", F.col("input").alias("record"), "reason", "row"), number,
+                               policy)
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def _write(self, df: DataFrame, table: str, number: int, sub: str | None = None) -> None:
+        """Write `<table>/batch=<number>[/<sub>]` whole or not at all (`commits.publish`)."""
+        target = self.out_dir / table / f"batch={number}"
+        if sub is not None:
+            target = target / sub
+        staged = staging_dir(target)
+        df.write.mode("overwrite").parquet(str(staged))
+        publish(staged, target)
+
+    def _write_quarantine(self, df: DataFrame, number: int, source: str) -> None:
+        """`quarantine/<input>/batch=<number>/source=<source>`: one folder per input, as the batch
+        run's `quarantine/<record>`; `source` is `reader` (a row's own rules) or the policy that
+        quarantined rows by rules over several rows."""
+        staged = self.out_dir / "quarantine" / f"_writing-batch={number}-{source}"
+        df.write.mode("overwrite").partitionBy("record").parquet(str(staged))
+        for folder in sorted(staged.glob("record=*")):
+            name = folder.name[len("record="):]
+            publish(folder, self.out_dir / "quarantine" / name / f"batch={number}" / f"source={source}")
+        shutil.rmtree(staged, ignore_errors=True)
+
+
+def _spread_unkeyed(keyed: DataFrame, policy: Incremental[Any]) -> DataFrame:
+    """Rows of `policy.unkeyed` inputs naming no key, given to every other key in the batch or the
+    state (the step fills the key's fields in), or kept under the null key when there is none."""
+    null_key = json.dumps(dict.fromkeys(policy.key), separators=(",", ":"))
+    unkeyed = F.col("input").isin(list(policy.unkeyed)) & (F.col("key") == null_key)
+    known = keyed.where(F.col("key") != null_key).agg(F.collect_set("key").alias("keys"))
+    targets = known.select(F.explode(F.when(F.size("keys") > 0, F.col("keys"))
+                                     .otherwise(F.array(F.lit(null_key)))).alias("key"))
+    spread = keyed.where(unkeyed).drop("key").crossJoin(targets)
+    return keyed.where(~unkeyed).unionByName(spread)
+
+
+def _json_row(row: dict[str, Any]) -> str:
+    return json.dumps(row, separators=(",", ":"), default=str)
+
+
+def _plain(row: dict[str, Any]) -> dict[str, Any]:
+    """A storage decision row as the client quotas read it (`ts_ms` and the factor's columns)."""
+    return {k: row.get(k) for k in IN_FORCE_COLUMNS}
+
+
+IN_FORCE_COLUMNS = ("ts_ms", "cluster", "observing_broker_id", "throttle_factor")
+
+
+def _in_force(rows: list[dict[str, Any]], keep_from: int | None) -> list[dict[str, Any]]:
+    """The storage decisions a client-quota key may still need: per source (cluster, observing
+    broker) the last one before `keep_from` in decision order (time, then the smallest factor;
+    `clients.engine.storage_factor`), and every one at or after it (requests from `keep_from` on
+    are not decided yet). With `keep_from` None (after the flush), the last one per source."""
+    latest: dict[tuple[Any, Any], dict[str, Any]] = {}
+    later: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if keep_from is not None and row["ts_ms"] >= keep_from:
+            later[_json_row(row)] = row
+            continue
+        source = (row["cluster"], row["observing_broker_id"])
+        seen = latest.get(source)
+        if seen is None or _order(row) >= _order(seen):
+            latest[source] = row
+    return sorted([*latest.values(), *later.values()],
+                  key=lambda r: (*_order(r), str(r["cluster"]), r["observing_broker_id"] or -1))
+
+
+def _order(row: dict[str, Any]) -> tuple[int, float]:
+    return row["ts_ms"], -row["throttle_factor"]

@@ -1,0 +1,132 @@
+"""The stream's machinery with a minimal policy (`echo`): counting, quarantine, late rows, the
+watermark, state carried between micro-batches, replays written once, the flush."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from quotaplane.core.fields import UNPARSABLE
+from quotaplane.stream.commits import CommitLog
+from quotaplane.stream.plan import Streamed
+from quotaplane.stream.spark.microbatch import MicroBatches
+from tests.stream.echo import INPUT, Echo
+
+pytestmark = pytest.mark.spark
+
+DELAY_MS = 2_000
+
+
+def _file(folder: Path, name: str, lines: list[str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _event(ts: int, k: str, v: float = 1.0) -> str:
+    return json.dumps({"ts": ts, "k": k, "v": v})
+
+
+def _batch(spark, path: Path):
+    return spark.read.option("wholetext", "true").text(str(path)).select(
+        F.lit("events").alias("input"), F.input_file_name().alias("file"), "value")
+
+
+@pytest.fixture
+def setup(spark, tmp_path: Path):
+    log = CommitLog(tmp_path / "checkpoint")
+    batches = MicroBatches([Streamed(Echo(), None, (INPUT,))], tmp_path / "out", log, DELAY_MS)
+    return spark, tmp_path, log, batches
+
+
+def _echo(spark, out: Path) -> list[tuple]:
+    rows = spark.read.parquet(str(out / "echo")).collect()
+    return sorted((r["k"], r["ts_ms"], r["seen"], r["batch"]) for r in rows)
+
+
+def test_rows_are_decided_once_final_and_state_carries_between_batches(setup) -> None:
+    spark, tmp, log, batches = setup
+    landing = tmp / "landing" / "events"
+    first = _file(landing, "a.jsonl", [_event(0, "a"), _event(1_000, "b"), "not json", _event(3_000, "a")])
+    second = _file(landing, "b.jsonl", [_event(4_000, "a"), "", _event(2_000, "b")])
+    batches.process(_batch(spark, first), 0)
+    commit = log.latest()
+    # watermark = 3000 - 2000: only the row at 0 is final
+    assert (commit.number, commit.watermark_ms, commit.max_event_ms) == (1, 1_000, 3_000)
+    assert commit.totals == {"read:events": 4, "used:events": 3, "quarantined:events": 1,
+                             "late:events": 0, "table:echo": 1}
+    assert _echo(spark, tmp / "out") == [("a", 0, 0, 1)]
+    batches.process(_batch(spark, second), 1)  # the blank line is not a row
+    assert log.latest().watermark_ms == 2_000
+    assert _echo(spark, tmp / "out") == [("a", 0, 0, 1), ("b", 1_000, 0, 2)]
+    assert batches.flush(spark) is not None
+    final = log.latest()
+    assert final.flushed and final.watermark_ms == 4_001
+    assert _echo(spark, tmp / "out") == [("a", 0, 0, 1), ("a", 3_000, 1, 3), ("a", 4_000, 2, 3),
+                                          ("b", 1_000, 0, 2), ("b", 2_000, 1, 3)]
+    assert batches.flush(spark) is None  # nothing came since
+    quarantined = spark.read.parquet(str(tmp / "out" / "quarantine" / "events")).collect()
+    assert [(q["input"], q["row"]) for q in quarantined] == [("events", "not json")]
+    assert quarantined[0]["reason"] == UNPARSABLE
+
+
+def test_rows_older_than_the_watermark_are_counted_and_kept_as_late(setup) -> None:
+    spark, tmp, log, batches = setup
+    landing = tmp / "landing" / "events"
+    batches.process(_batch(spark, _file(landing, "a.jsonl", [_event(10_000, "a")])), 0)
+    assert log.latest().watermark_ms == 8_000
+    late = _file(landing, "b.jsonl", [_event(7_999, "a"), _event(8_000, "a")])
+    batches.process(_batch(spark, late), 1)
+    assert log.latest().totals["late:events"] == 1 and log.latest().totals["used:events"] == 2
+    rows = spark.read.parquet(str(tmp / "out" / "late")).collect()
+    assert len(rows) == 1 and rows[0]["source"] == "watermark" and rows[0]["input"] == "events"
+    assert json.loads(rows[0]["row"])["ts"] == 7_999
+    assert "7999" in rows[0]["reason"] and "8000" in rows[0]["reason"]
+    batches.flush(spark)
+    assert [r[1] for r in _echo(spark, tmp / "out")] == [8_000, 10_000]
+
+
+def test_a_replayed_batch_writes_the_same_rows_once(setup) -> None:
+    spark, tmp, log, batches = setup
+    landing = tmp / "landing" / "events"
+    first = _file(landing, "a.jsonl", [_event(t, "a") for t in range(0, 10_000, 1_000)])
+    second = _file(landing, "b.jsonl", [_event(t, "a") for t in range(10_000, 20_000, 1_000)])
+    batches.process(_batch(spark, first), 0)
+    batches.process(_batch(spark, second), 1)
+    once = _echo(spark, tmp / "out")
+    batches.process(_batch(spark, second), 1)  # Spark runs batch 1 again after a crash
+    assert _echo(spark, tmp / "out") == once
+    assert log.latest().number == 2
+    assert sorted(p.name for p in (log.root / "state" / "echo").iterdir()) == ["v=1", "v=2"]
+    batches.flush(spark)
+    rows = _echo(spark, tmp / "out")
+    assert [r[1] for r in rows] == list(range(0, 20_000, 1_000))
+    assert [r[2] for r in rows] == list(range(20))  # the state's counter, carried through the replay
+
+
+def test_the_commit_log_continues_from_the_commit_before_a_batch(tmp_path: Path) -> None:
+    from quotaplane.stream.commits import Commit
+
+    log = CommitLog(tmp_path)
+    assert log.before(0).number == 0 and log.latest().number == 0
+    log.record(Commit(1, 0, None, None))
+    log.record(Commit(2, 1, None, None))
+    log.record(Commit(3, None, None, None, flushed=True))
+    assert log.before(1).number == 1
+    assert log.before(2).number == 3  # after the flush that followed batch 1
+    log.record(Commit(2, 1, 5, 5))  # batch 1 replayed: the records after it go
+    assert log.latest().number == 2 and log.latest().watermark_ms == 5
+
+
+def test_a_checkpoint_of_another_version_is_refused(tmp_path: Path) -> None:
+    from quotaplane.core.errors import ConfigError
+    from quotaplane.stream.commits import Commit
+
+    log = CommitLog(tmp_path)
+    log.record(Commit(1, 0, None, None, version="0.0.1"))
+    with pytest.raises(ConfigError, match=r"written by quotaplane 0\.0\.1"):
+        log.check_version()
