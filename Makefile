@@ -10,7 +10,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 # Keep the embedded Spark on loopback.
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: run test lint bench cluster-check check-prereqs promtool clean
+.PHONY: run test lint bench bench-stream cluster-check check-prereqs promtool clean
 
 run: $(STAMP)
 	$(BIN)/quotaplane run
@@ -24,6 +24,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
+
+# `quotaplane stream`: sustained rows/s against the batch stage, and latency (docs/performance.md).
+bench-stream: $(STAMP)
+	$(BIN)/python -m benchmarks.stream
 
 # The bundled example on a loopback standalone master with two workers must decide like local[*].
 cluster-check: $(STAMP)

@@ -60,11 +60,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--forecast-window", metavar="DURATION", help="forecast fit window (default 6h)")
     p.add_argument("--forecast-horizon", metavar="DURATION", help="forecast horizon (default 7d)")
     p.add_argument("--out", type=Path, default=Path("out"), help="output directory (default: ./out)")
+    add_spark_options(p)
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.set_defaults(func=_run)
+
+
+def add_spark_options(p: argparse.ArgumentParser) -> None:
+    """`--master` or `--remote`: where Spark runs (the embedded `local[*]` without either)."""
     where = p.add_mutually_exclusive_group()
     where.add_argument("--master", help="Spark master URL (default: local[*]), e.g. spark://host:7077")
     where.add_argument("--remote", help="Spark Connect URL, e.g. sc://host:15002")
-    p.add_argument("--quiet", action="store_true", help="no progress display")
-    p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:

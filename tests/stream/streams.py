@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,8 @@ from tests.support.landing import split_telemetry
 
 TABLES = ("storage_decisions", "client_request_decisions", "topic_decisions", "backlog_checks",
           "backlog_evictions")
-WINDOW_MS = 45_000
-SPAN_MS = 180_000
+WINDOW_MS = 40_000
+SPAN_MS = 120_000
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class StreamCase:
 
 
 def stream_case(root: Path) -> StreamCase:
-    """Three minutes of a three-broker fleet (every input of the four policies), in 45 s windows;
+    """Two minutes of a three-broker fleet (every input of the four policies), in 40 s windows;
     the bundled example's configurations (storage: the cluster source)."""
     telemetry = root / "telemetry"
     manifest = simulate("replication-fill", telemetry, {
@@ -62,3 +63,14 @@ def stream_tables(spark: Any, out: Path) -> dict[str, list[dict[str, Any]]]:
     """The stream's tables without the `batch` partition column."""
     return {t: [r.asDict() for r in spark.read.parquet(str(out / t)).drop("batch").collect()]
             for t in TABLES if (out / t).exists()}
+
+
+def stream_command(case: StreamCase, out: Path, *extra: str, file_per_batch: bool = True) -> list[str]:
+    """`quotaplane stream` over the case's landing in a subprocess: one window per micro-batch, or
+    (`file_per_batch` False) every file in the first."""
+    c = case.configs
+    one = ["--max-files-per-trigger", "1"] if file_per_batch else []
+    return [sys.executable, "-m", "quotaplane.cli", "stream", "--landing", str(case.landing),
+            "--out", str(out), "--config", str(c.storage), "--client-quotas", str(c.client_quotas),
+            "--topic-config", str(c.topics), "--backlog-policies", str(c.backlog_policies),
+            "--trigger", "0.5", "--watermark-delay", str(case.delay_ms / 1000), *one, *extra]

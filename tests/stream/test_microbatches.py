@@ -13,11 +13,13 @@ from quotaplane.core.fields import UNPARSABLE
 from quotaplane.stream.commits import CommitLog
 from quotaplane.stream.plan import Streamed
 from quotaplane.stream.spark.microbatch import MicroBatches
+from quotaplane.stream.spark.source import checked_lines
 from tests.stream.echo import INPUT, Echo
 
 pytestmark = pytest.mark.spark
 
 DELAY_MS = 2_000
+ECHO = Streamed(Echo(), None, (INPUT,))
 
 
 def _file(folder: Path, name: str, lines: list[str]) -> Path:
@@ -32,14 +34,15 @@ def _event(ts: int, k: str, v: float = 1.0) -> str:
 
 
 def _batch(spark, path: Path):
-    return spark.read.option("wholetext", "true").text(str(path)).select(
-        F.lit("events").alias("input"), F.input_file_name().alias("file"), "value")
+    files = spark.read.option("wholetext", "true").text(str(path)).select(
+        F.input_file_name().alias("file"), "value")
+    return checked_lines(files, ECHO, INPUT)
 
 
 @pytest.fixture
 def setup(spark, tmp_path: Path):
     log = CommitLog(tmp_path / "checkpoint")
-    batches = MicroBatches([Streamed(Echo(), None, (INPUT,))], tmp_path / "out", log, DELAY_MS)
+    batches = MicroBatches([ECHO], tmp_path / "out", log, DELAY_MS)
     return spark, tmp_path, log, batches
 
 

@@ -6,26 +6,15 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.stream.streams import StreamCase, stream_tables
+from tests.stream.streams import StreamCase, stream_command, stream_tables
 from tests.support.differential import assert_rows_equal
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-
-def stream_command(case: StreamCase, out: Path, *extra: str) -> list[str]:
-    c = case.configs
-    return [sys.executable, "-m", "quotaplane.cli", "stream", "--landing", str(case.landing),
-            "--out", str(out), "--config", str(c.storage), "--client-quotas", str(c.client_quotas),
-            "--topic-config", str(c.topics), "--backlog-policies", str(c.backlog_policies),
-            "--trigger", "0.5", "--max-files-per-trigger", "1",
-            "--watermark-delay", str(case.delay_ms / 1000),
-            *extra]
 
 
 def _commits(out: Path) -> int:

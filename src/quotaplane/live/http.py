@@ -12,51 +12,19 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from quotaplane.core.errors import ConfigError
+from quotaplane.core.http import EndpointServer
 from quotaplane.live.metrics import LiveStatus
 
 
-class Endpoints:
+class Endpoints(EndpointServer):
     def __init__(self, host: str, port: int, registry: CollectorRegistry, status: LiveStatus,
                  interval_s: float, lock: threading.Lock) -> None:
-        outer = self
+        super().__init__(host, port)
         self.registry, self.status, self.interval_s, self.lock = registry, status, interval_s, lock
         self.started = time.time()
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                code, kind, body = outer.answer(self.path.split("?")[0])
-                self.send_response(code)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                return
-
-        try:
-            self.server = ThreadingHTTPServer((host, port), Handler)
-        except OSError as exc:
-            raise ConfigError("--metrics-port", f"{host}:{port}", f"cannot listen: {exc.strerror}") from None
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, name="quotaplane-http", daemon=True)
-
-    @property
-    def port(self) -> int:
-        return int(self.server.server_address[1])
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def close(self) -> None:
-        if self.thread.is_alive():  # shutdown() waits for a serve_forever that was never started
-            self.server.shutdown()
-        self.server.server_close()
 
     def answer(self, path: str) -> tuple[int, str, bytes]:
         if path == "/metrics":

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from quotaplane.core.errors import ConfigError
 from quotaplane.core.policy import RunConfigs
+from quotaplane.run_command import add_spark_options
 
 
 def _seconds(option: str, allow_zero: bool = False):
@@ -63,9 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="at most N new files per input in one micro-batch (default: all)")
     p.add_argument("--metrics-port", type=int, metavar="PORT", help="serve /metrics on this port")
     p.add_argument("--metrics-host", default="127.0.0.1", help="address of /metrics (default 127.0.0.1)")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--master", help="Spark master URL (default: local[*]), e.g. spark://host:7077")
-    where.add_argument("--remote", help="Spark Connect URL, e.g. sc://host:15002")
+    add_spark_options(p)
     p.add_argument("--quiet", action="store_true", help="no line per micro-batch")
     p.set_defaults(func=_run)
 

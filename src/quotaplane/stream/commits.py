@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,8 @@ class Commit:
     decided: dict[str, int] = field(default_factory=dict)
     keys: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    #: when the commit was recorded (Unix seconds)
+    finished_unix: float = 0.0
 
     @staticmethod
     def first() -> Commit:
@@ -55,7 +58,7 @@ class CommitLog:
         self.root = checkpoint / "quotaplane"
         self.commits = self.root / "commits"
 
-    def _records(self) -> list[Commit]:
+    def records(self) -> list[Commit]:
         if not self.commits.is_dir():
             return []
         out = []
@@ -66,7 +69,7 @@ class CommitLog:
 
     def check_version(self) -> None:
         """The key state pickles the engines' objects: a checkpoint is read by the version that wrote it."""
-        records = self._records()
+        records = self.records()
         if records and records[-1].version != __version__:
             raise ConfigError("--checkpoint", str(self.root.parent),
                               f"was written by quotaplane {records[-1].version}; this is {__version__}: "
@@ -76,17 +79,18 @@ class CommitLog:
         """The commit a run of Spark batch `spark_batch` continues from: the latest one that was not
         this batch or a later one (a flush counts as after the batch it followed)."""
         previous = Commit.first()
-        for record in self._records():
+        for record in self.records():
             if record.spark_batch is not None and record.spark_batch >= spark_batch:
                 break
             previous = record
         return previous
 
     def latest(self) -> Commit:
-        records = self._records()
+        records = self.records()
         return records[-1] if records else Commit.first()
 
     def record(self, commit: Commit) -> None:
+        commit.finished_unix = round(time.time(), 3)
         self.commits.mkdir(parents=True, exist_ok=True)
         tmp = self.commits / f".{commit.number}.json.tmp"
         tmp.write_text(json.dumps(asdict(commit), sort_keys=True) + "\n", encoding="utf-8")

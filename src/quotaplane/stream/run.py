@@ -61,11 +61,11 @@ def run_stream(options: StreamOptions, streamed: list[Streamed], display: TextIO
 
         spark = build_session(master=options.master, remote=options.remote, app_name="quotaplane-stream")
     from quotaplane.stream.spark.microbatch import MicroBatches
-    from quotaplane.stream.spark.source import landing_files
+    from quotaplane.stream.spark.source import landing_rows
 
     batches = MicroBatches(streamed, options.out, log, options.watermark_delay_ms)
     inputs = [i.name for s in streamed for i in s.inputs]
-    source = landing_files(spark, landing, inputs, options.max_files_per_trigger)
+    source = landing_rows(spark, landing, streamed, options.max_files_per_trigger)
     stop = threading.Event()
     restore = _on_signals(stop)
     query = (source.writeStream.foreachBatch(batches.process)

@@ -3,7 +3,7 @@
 Read from the commit log (so it works alike when the micro-batches run in a Spark Connect server)
 and from the query's last progress. Metrics (docs/metrics.md, "Streaming"):
 
-- `quotaplane_stream_commits_total`, `quotaplane_stream_watermark_ms`,
+- `quotaplane_stream_commits_total`, `quotaplane_stream_watermark_seconds`,
   `quotaplane_stream_last_commit_seconds` (how long the last micro-batch took),
   `quotaplane_stream_rows_per_second` (rows read by the last micro-batch over its duration);
 - `quotaplane_stream_input_rows_total{input, outcome}` (`read`, `used`, `quarantined`, `late`);
@@ -64,8 +64,9 @@ class StreamStatus(Collector):
         yield _counter("quotaplane_stream_commits", "Commits of the stream (micro-batches and flushes).",
                        [([], c.number)])
         if c.watermark_ms is not None:
-            yield _gauge("quotaplane_stream_watermark_ms", "The event-time watermark after the last commit.",
-                         [([], c.watermark_ms)])
+            yield _gauge("quotaplane_stream_watermark_seconds",
+                         "The event-time watermark after the last commit (Unix seconds).",
+                         [([], c.watermark_ms / 1000)])
         yield _gauge("quotaplane_stream_last_commit_seconds", "How long the last commit took.",
                      [([], c.seconds)])
         yield _gauge("quotaplane_stream_rows_per_second",
@@ -99,17 +100,19 @@ class StreamStatus(Collector):
                              f"Files per second the query {name} (its last progress).", [([], float(value))])
 
 
-def _gauge(name: str, doc: str, samples: list[tuple[list[str], float]], labels: list[str] | None = None
-           ) -> GaugeMetricFamily:
-    family = GaugeMetricFamily(name, doc, labels=labels or [])
+def _family(kind: type[GaugeMetricFamily] | type[CounterMetricFamily], name: str, doc: str,
+            samples: list[tuple[list[str], float]], labels: list[str] | None) -> Metric:
+    family = kind(name, doc, labels=labels or [])
     for values, value in samples:
         family.add_metric(values, value)
     return family
+
+
+def _gauge(name: str, doc: str, samples: list[tuple[list[str], float]], labels: list[str] | None = None
+           ) -> Metric:
+    return _family(GaugeMetricFamily, name, doc, samples, labels)
 
 
 def _counter(name: str, doc: str, samples: list[tuple[list[str], float]], labels: list[str] | None = None
-             ) -> CounterMetricFamily:
-    family = CounterMetricFamily(name, doc, labels=labels or [])
-    for values, value in samples:
-        family.add_metric(values, value)
-    return family
+             ) -> Metric:
+    return _family(CounterMetricFamily, name, doc, samples, labels)

@@ -31,7 +31,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from quotaplane.core.incremental import QUARANTINE, Incremental, Table
-from quotaplane.core.spark.readers import FILE_ID, POSITION, REASON, json_lines, validate
 from quotaplane.stream.commits import Commit, CommitLog, publish, staging_dir
 from quotaplane.stream.keyed import LATE_TABLE, STATE, step_function
 from quotaplane.stream.plan import Streamed
@@ -40,7 +39,6 @@ _KIND_TYPES: dict[str, T.DataType] = {
     "long": T.LongType(), "int": T.IntegerType(), "double": T.DoubleType(), "string": T.StringType(),
     "boolean": T.BooleanType(), "timestamp_ms": T.LongType(),
 }
-_JSON = {"ignoreNullFields": "false"}
 ROW_COLUMNS = ["key", "input", "row", "state"]
 OUT_SCHEMA = T.StructType([
     T.StructField("key", T.StringType()), T.StructField("table", T.StringType()),
@@ -63,8 +61,10 @@ class BatchReport:
     tables: dict[str, int] = field(default_factory=dict)
     #: keys in each policy's state
     keys: dict[str, int] = field(default_factory=dict)
-    #: the storage decisions of this commit (for the latest-decision metrics)
-    storage_rows: list[dict[str, Any]] = field(default_factory=list)
+    #: rows of this commit of the tables other policies are given (`Incremental.broadcast`)
+    shared: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: per such table, the time before which all its rows have been written (`decided_through`)
+    through: dict[str, int | None] = field(default_factory=dict)
 
     @property
     def rows_read(self) -> int:
@@ -89,11 +89,12 @@ class MicroBatches:
         self.log = log
         self.delay_ms = delay_ms
         self.input_of = {i.name: (s, i) for s in self.streamed for i in s.inputs}
+        self.shared = {s.policy.broadcast for s in self.streamed if s.policy.broadcast}
 
     # -- the steps ---------------------------------------------------------------------------------
 
     def process(self, batch: DataFrame, spark_batch: int) -> None:
-        """`foreachBatch`: one micro-batch of landing files (`input`, `file`, `value`)."""
+        """`foreachBatch`: one micro-batch of checked lines (`quotaplane.stream.spark.source`)."""
         self._commit(batch.sparkSession, batch, spark_batch)
 
     def flush(self, spark: SparkSession) -> BatchReport | None:
@@ -110,7 +111,7 @@ class MicroBatches:
         number = prev.number + 1
         report = BatchReport(Commit(number, spark_batch, prev.watermark_ms, prev.max_event_ms,
                                     totals=dict(prev.totals)), 0.0)
-        checked = self._checked(batch) if batch is not None else None
+        checked = batch.persist(StorageLevel.MEMORY_AND_DISK) if batch is not None else None
         try:
             if checked is not None:
                 self._split(checked, prev, report)
@@ -121,24 +122,25 @@ class MicroBatches:
                 commit.watermark_ms = None if commit.max_event_ms is None else commit.max_event_ms + 1
             else:
                 watermark = commit.watermark_ms
-            storage_through: int | None = watermark
             keep_from: int | None = None
             for streamed in self.streamed:
-                name = streamed.policy.name
+                shared = streamed.policy.broadcast
                 broadcast = None
                 policy_watermark = watermark
-                if streamed.policy.broadcast == "storage_decisions":
-                    broadcast = [*prev.in_force, *report.storage_rows]
-                    if watermark is not None and storage_through is not None:
-                        policy_watermark = min(watermark, storage_through)
+                if shared is not None:
+                    # the rows decided so far that may still be needed, and this commit's; decide
+                    # only as far as they are complete
+                    broadcast = [*prev.in_force, *report.shared.get(shared, [])]
+                    through = report.through.get(shared, watermark)
+                    if watermark is not None and through is not None:
+                        policy_watermark = min(watermark, through)
                     keep_from = policy_watermark
                 rows = (self._policy_rows(checked, streamed, prev.watermark_ms)
                         if checked is not None else None)
-                through = self._advance(spark, streamed, rows, broadcast, prev.number, number,
-                                        policy_watermark, report)
-                if name == "storage":
-                    storage_through = through
-            commit.in_force = _in_force([*prev.in_force, *report.storage_rows], keep_from)
+                self._advance(spark, streamed, rows, broadcast, prev.number, number, policy_watermark,
+                              report)
+            commit.in_force = _in_force([*prev.in_force, *report.shared.get(STORAGE_DECISIONS, [])],
+                                        keep_from)
         finally:
             if checked is not None:
                 checked.unpersist()
@@ -155,31 +157,6 @@ class MicroBatches:
         for streamed in self.streamed:
             self.log.prune_state(streamed.policy.name, prev.number)
         return report
-
-    def _checked(self, batch: DataFrame) -> DataFrame:
-        """Every line of the batch's files, typed and checked: `input`, `key`, `event_ms`, `reason`
-        (why quarantined, or null), `row` (the typed row as JSON), `original` (the line)."""
-        lines = batch.select("input", F.xxhash64("file").alias(FILE_ID),
-                             F.posexplode(F.split("value", "\n")).alias(POSITION, "value"))
-        parts = []
-        for name, (streamed, item) in self.input_of.items():
-            schema = item.schema
-            raw = json_lines(lines.where(F.col("input") == name), FILE_ID, POSITION)
-            typed = validate(schema, raw)
-            fields = [*schema.field_names, FILE_ID, POSITION]
-            time_field = streamed.policy.time_fields[name]
-            parts.append(typed.select(
-                F.lit(name).alias("input"),
-                F.to_json(F.struct(*streamed.policy.key), _JSON).alias("key"),
-                F.col(time_field).alias("event_ms"),
-                F.col(REASON).alias("reason"),
-                F.to_json(F.struct(*fields), _JSON).alias("row"),
-                F.col("_row").alias("original"),
-            ))
-        checked = parts[0]
-        for part in parts[1:]:
-            checked = checked.unionByName(part)
-        return checked.persist(StorageLevel.MEMORY_AND_DISK)
 
     def _split(self, checked: DataFrame, prev: Commit, report: BatchReport) -> None:
         """Count the batch per input, write its quarantined and late rows, move the watermark."""
@@ -232,8 +209,9 @@ class MicroBatches:
 
     def _advance(self, spark: SparkSession, streamed: Streamed, rows: DataFrame | None,
                  broadcast: list[dict[str, Any]] | None, prev_number: int, number: int,
-                 watermark: int | None, report: BatchReport) -> int | None:
-        """Advance every key of one policy; returns its `decided_through` (the least over its keys)."""
+                 watermark: int | None, report: BatchReport) -> None:
+        """Advance every key of one policy; for the tables other policies are given, note how far
+        their rows are complete (`decided_through`, the least over the keys)."""
         policy = streamed.policy
         previous_state = self.log.state_dir(policy.name, prev_number)
         parts: list[DataFrame] = []
@@ -243,7 +221,7 @@ class MicroBatches:
         if rows is not None:
             parts.append(rows)
         if not parts:
-            return watermark
+            return
         keyed = parts[0]
         for part in parts[1:]:
             keyed = keyed.unionByName(part)
@@ -278,9 +256,8 @@ class MicroBatches:
                 parsed = F.from_json("row", table_schema(table))
                 rows_of = result.where(F.col("table") == table.name).select(parsed.alias("_r"))
                 self._write(rows_of.select(*table_columns(table, F.col("_r"))), table.name, number)
-                if policy.name == "storage":
-                    report.storage_rows = [
-                        _plain(r.asDict()) for r in rows_of.select("_r.*").collect()]
+                if table.name in self.shared:
+                    report.shared[table.name] = [_plain(r.asDict()) for r in rows_of.select("_r.*").collect()]
             if LATE_TABLE in by_table:
                 late = result.where(F.col("table") == LATE_TABLE).select(
                     F.from_json("row", LATE_SCHEMA).alias("_l")).select("_l.*")
@@ -293,10 +270,12 @@ class MicroBatches:
             publish(staged, target)
         finally:
             result.unpersist()
-        if watermark is None:
-            return None
-        return int(state_row["through"]) if state_row is not None and state_row["through"] is not None \
-            else watermark
+        through = None if watermark is None else (
+            int(state_row["through"]) if state_row is not None and state_row["through"] is not None
+            else watermark)
+        for table in policy.output_tables(streamed.config):
+            if table.name in self.shared:
+                report.through[table.name] = through
 
     def _policy_quarantine(self, result: DataFrame, policy: str, number: int, report: BatchReport) -> None:
         """Rows the policy quarantined: written beside the reader's, counted as quarantined (not
@@ -357,6 +336,8 @@ def _plain(row: dict[str, Any]) -> dict[str, Any]:
 
 
 IN_FORCE_COLUMNS = ("ts_ms", "cluster", "observing_broker_id", "throttle_factor")
+#: the table the client quotas are given (the storage decisions, `Incremental.broadcast`)
+STORAGE_DECISIONS = "storage_decisions"
 
 
 def _in_force(rows: list[dict[str, Any]], keep_from: int | None) -> list[dict[str, Any]]:
