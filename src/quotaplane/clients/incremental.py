@@ -44,7 +44,7 @@ _DOUBLES = frozenset(name for name, kind in DECISION_COLUMNS if kind == "double"
 def decision_row(outcome: RequestOutcome, seq: int | None) -> dict[str, Any]:
     """The `client_request_decisions` row of one outcome; `seq`: its place in its sharing group's
     processing order (None when not recorded). `quota_value` is null when the KIP-786 metric is off
-    (where the batch table has no such column)."""
+    (then the table has no such column: `ClientsIncremental.output_tables`)."""
     row: dict[str, Any] = {}
     for name, _ in DECISION_COLUMNS:
         value = seq if name == "seq" else getattr(outcome, name)
