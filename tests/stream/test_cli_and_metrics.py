@@ -57,7 +57,8 @@ def _status() -> StreamStatus:
     status = StreamStatus(["storage", "clients"])
     commit = Commit(3, 2, 1_000, 61_000, totals={
         "read:volumes": 10, "used:volumes": 7, "quarantined:volumes": 2, "late:volumes": 1,
-        "table:storage_decisions": 4, "policy_late:storage": 1})
+        "table:storage_decisions": 4, "policy_late:storage": 1,
+        "outcome:topic_decisions:decision:reject": 2, "outcome:storage_decisions:fallback_reason:null": 4})
     commit.rows, commit.seconds, commit.keys = 10, 2.0, {"storage": 1, "clients": 3}
     commit.in_force = [{"ts_ms": 5, "cluster": "c1", "observing_broker_id": None, "throttle_factor": 0.5}]
     status.update(commit, {"inputRowsPerSecond": 1.5, "processedRowsPerSecond": 2.0})
@@ -72,6 +73,8 @@ def test_the_metrics_follow_the_last_commit() -> None:
                  'quotaplane_stream_input_rows_total{input="volumes",outcome="late"} 1.0',
                  'quotaplane_stream_decisions_total{table="storage_decisions"} 4.0',
                  'quotaplane_stream_late_rows_total{policy="storage"} 1.0',
+                 'quotaplane_stream_decision_outcomes_total{column="decision",table="topic_decisions",'
+                 'value="reject"} 2.0',
                  'quotaplane_stream_state_keys{policy="clients"} 3.0',
                  'quotaplane_stream_storage_throttle_factor{cluster="c1",observing_broker_id=""} 0.5',
                  "quotaplane_stream_spark_input_files_per_second 1.5"):

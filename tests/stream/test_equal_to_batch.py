@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ def test_the_stream_decides_like_the_batch_run(spark, batch, streamed: Path, tab
     assert_rows_equal(expected, actual, label=table)
 
 
-def test_the_stream_ran_over_several_micro_batches(case: StreamCase, streamed: Path) -> None:
+def test_the_stream_ran_over_several_micro_batches(case: StreamCase, batch, streamed: Path) -> None:
     from quotaplane.stream.commits import CommitLog
 
     latest = CommitLog(streamed / "_checkpoint").latest()
@@ -44,6 +45,13 @@ def test_the_stream_ran_over_several_micro_batches(case: StreamCase, streamed: P
     used = {k: v for k, v in latest.totals.items() if k.startswith("used:")}
     assert sum(reads.values()) == case.rows and sum(used.values()) == case.rows
     assert not any(v for k, v in latest.totals.items() if k.startswith(("late:", "quarantined:")))
+    # the outcome counts (metrics) cover every decision
+    for table, column in (("topic_decisions", "decision"), ("client_request_decisions", "throttled"),
+                          ("backlog_checks", "exceeded")):
+        counted = {k.rsplit(":", 1)[1]: v for k, v in latest.totals.items()
+                   if k.startswith(f"outcome:{table}:{column}:")}
+        expected = Counter("null" if r[column] is None else str(r[column]).lower() for r in batch[table])
+        assert counted == dict(expected), table
 
 
 def test_every_policy_with_decision_rows_streams() -> None:

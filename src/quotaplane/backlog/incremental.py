@@ -60,6 +60,7 @@ class BacklogIncremental(Incremental[BacklogPolicies]):
     name = "backlog"
     time_fields: ClassVar[Mapping[str, str]] = {INPUT: "ts_ms"}
     key = ("topic",)
+    outcomes: ClassVar[Mapping[str, str]] = {CHECKS: "exceeded", EVICTIONS: "quota_type"}
     tables = (Table(CHECKS, _columns(CHECK_COLUMNS)), Table(EVICTIONS, _columns(EVICTION_COLUMNS)))
 
     def new_state(self, config: BacklogPolicies) -> BacklogState:

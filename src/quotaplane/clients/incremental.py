@@ -93,6 +93,7 @@ class ClientsIncremental(Incremental[ClientsRunConfig]):
     name = "clients"
     time_fields: ClassVar[Mapping[str, str]] = {INPUT: "ts_ms"}
     key = ("broker_id",)
+    outcomes: ClassVar[Mapping[str, str]] = {DECISIONS_TABLE: "throttled"}
     tables = (Table(DECISIONS_TABLE, tuple(Column(n, k) for n, k in DECISION_COLUMNS)),)
     broadcast = STORAGE_DECISIONS
 

@@ -71,6 +71,9 @@ class Incremental(ABC, Generic[C]):
     tables: ClassVar[tuple[Table, ...]]
     #: rows of another policy's table given to every key of this one (`table name`), see `advance`
     broadcast: ClassVar[str | None] = None
+    #: per table, the column whose values the stream counts as outcomes (metrics: who is throttled,
+    #: why), e.g. the topic decision or the backlog quota exceeded
+    outcomes: ClassVar[Mapping[str, str]] = {}
     #: inputs whose rows naming no key (every key field null) belong to every key: the stream gives
     #: them to every key it knows (with the key's fields filled in), or to the null key if none
     unkeyed: ClassVar[tuple[str, ...]] = ()

@@ -115,6 +115,7 @@ class StorageIncremental(Incremental[StorageRunConfig]):
     name = "storage"
     time_fields: ClassVar[Mapping[str, str]] = {n: "ts" for n in INPUT_NAMES}
     key = ("cluster",)
+    outcomes: ClassVar[Mapping[str, str]] = {"storage_decisions": "fallback_reason"}
     # an error naming no cluster applies to every cluster (docs/telemetry.md)
     unkeyed = ("collection_errors",)
     tables = (DECISIONS,)

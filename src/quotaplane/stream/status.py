@@ -7,8 +7,9 @@ and from the query's last progress. Metrics (docs/metrics.md, "Streaming"):
   `quotaplane_stream_last_commit_seconds` (how long the last micro-batch took),
   `quotaplane_stream_rows_per_second` (rows read by the last micro-batch over its duration);
 - `quotaplane_stream_input_rows_total{input, outcome}` (`read`, `used`, `quarantined`, `late`);
-- `quotaplane_stream_decisions_total{table}`, `quotaplane_stream_late_rows_total{policy}` (rows a
-  policy found late for a unit it had decided);
+- `quotaplane_stream_decisions_total{table}`, `quotaplane_stream_decision_outcomes_total{table,
+  column, value}` (who is throttled, why: the values of each table's outcome column),
+  `quotaplane_stream_late_rows_total{policy}` (rows a policy found late for a unit it had decided);
 - `quotaplane_stream_state_keys{policy}`;
 - `quotaplane_stream_storage_throttle_factor{cluster, observing_broker_id}`: the storage decision
   in force after the last commit (the latest decisions);
@@ -83,6 +84,11 @@ class StreamStatus(Collector):
                        [([t[len("table:"):]], v) for t, v in sorted(c.totals.items())
                         if t.startswith("table:")],
                        ["table"])
+        outcomes = [(k.split(":", 3)[1:], v) for k, v in sorted(c.totals.items()) if k.startswith("outcome:")]
+        yield _counter("quotaplane_stream_decision_outcomes",
+                       "Decision rows by the value of their outcome column (a topic's decision, whether a "
+                       "client request was throttled, the backlog quota exceeded, the storage fallback).",
+                       [(labels, v) for labels, v in outcomes], ["table", "column", "value"])
         yield _counter("quotaplane_stream_late_rows",
                        "Rows a policy set aside as late: the unit they belong to was decided already.",
                        [([p], c.totals.get(f"policy_late:{p}", 0)) for p in self.policies], ["policy"])

@@ -83,6 +83,7 @@ class TopicsIncremental(Incremental[TopicQuotaConfig]):
     name: ClassVar[str] = "topics"
     time_fields: ClassVar[Mapping[str, str]] = {INPUT: "ts_ms"}
     key: ClassVar[tuple[str, ...]] = ("broker_id",)
+    outcomes: ClassVar[Mapping[str, str]] = {"topic_decisions": "decision"}
     tables: ClassVar[tuple[Table, ...]] = (DECISIONS_TABLE,)
 
     def new_state(self, config: TopicQuotaConfig) -> TopicsState:

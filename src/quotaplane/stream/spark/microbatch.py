@@ -61,6 +61,8 @@ class BatchReport:
     tables: dict[str, int] = field(default_factory=dict)
     #: keys in each policy's state
     keys: dict[str, int] = field(default_factory=dict)
+    #: per `<table>:<column>` (`Incremental.outcomes`), the rows decided by value
+    outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
     #: rows of this commit of the tables other policies are given (`Incremental.broadcast`)
     shared: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: per such table, the time before which all its rows have been written (`decided_through`)
@@ -146,6 +148,10 @@ class MicroBatches:
                 checked.unpersist()
         for name, count in report.tables.items():
             commit.totals[f"table:{name}"] = commit.totals.get(f"table:{name}", 0) + count
+        for name, values in report.outcomes.items():
+            for value, count in values.items():
+                key = f"outcome:{name}:{value}"
+                commit.totals[key] = commit.totals.get(key, 0) + count
         for name, counts in report.inputs.items():
             for what, count in counts.items():
                 commit.totals[f"{what}:{name}"] = commit.totals.get(f"{what}:{name}", 0) + count
@@ -256,6 +262,12 @@ class MicroBatches:
                 parsed = F.from_json("row", table_schema(table))
                 rows_of = result.where(F.col("table") == table.name).select(parsed.alias("_r"))
                 self._write(rows_of.select(*table_columns(table, F.col("_r"))), table.name, number)
+                outcome = policy.outcomes.get(table.name)
+                if outcome is not None:
+                    value = F.col("_r")[outcome].cast("string").alias("v")
+                    counted = rows_of.groupBy(value).count().collect()
+                    report.outcomes[f"{table.name}:{outcome}"] = {
+                        "null" if r["v"] is None else r["v"]: int(r["count"]) for r in counted}
                 if table.name in self.shared:
                     report.shared[table.name] = [_plain(r.asDict()) for r in rows_of.select("_r.*").collect()]
             if LATE_TABLE in by_table:
