@@ -243,10 +243,17 @@ class MicroBatches:
         result = (keyed.groupBy("key").applyInPandas(step, OUT_SCHEMA)
                   .persist(StorageLevel.MEMORY_AND_DISK))
         try:
-            summary = result.groupBy("table").agg(F.count(F.lit(1)).alias("n"),
-                                                  F.min("through").alias("through"),
-                                                  F.count("through").alias("known")).collect()
-            by_table = {r["table"]: r for r in summary}
+            # one job: rows per table and per value of its outcome column, and the keys' state rows
+            summary = result.groupBy("table", _outcome(policy).alias("outcome")).agg(
+                F.count(F.lit(1)).alias("n"), F.min("through").alias("through")).collect()
+            by_table: dict[str, dict[str, Any]] = {}
+            for r in summary:
+                entry = by_table.setdefault(r["table"], {"n": 0, "through": r["through"]})
+                entry["n"] += int(r["n"])
+                column = policy.outcomes.get(r["table"])
+                if column is not None:
+                    values = report.outcomes.setdefault(f"{r['table']}:{column}", {})
+                    values["null" if r["outcome"] is None else r["outcome"]] = int(r["n"])
             state_row = by_table.get(STATE)
             keys = int(state_row["n"]) if state_row else 0
             report.keys[policy.name] = keys
@@ -262,12 +269,6 @@ class MicroBatches:
                 parsed = F.from_json("row", table_schema(table))
                 rows_of = result.where(F.col("table") == table.name).select(parsed.alias("_r"))
                 self._write(rows_of.select(*table_columns(table, F.col("_r"))), table.name, number)
-                outcome = policy.outcomes.get(table.name)
-                if outcome is not None:
-                    value = F.col("_r")[outcome].cast("string").alias("v")
-                    counted = rows_of.groupBy(value).count().collect()
-                    report.outcomes[f"{table.name}:{outcome}"] = {
-                        "null" if r["v"] is None else r["v"]: int(r["count"]) for r in counted}
                 if table.name in self.shared:
                     report.shared[table.name] = [_plain(r.asDict()) for r in rows_of.select("_r.*").collect()]
             if LATE_TABLE in by_table:
@@ -324,6 +325,14 @@ class MicroBatches:
             name = folder.name[len("record="):]
             publish(folder, self.out_dir / "quarantine" / name / f"batch={number}" / f"source={source}")
         shutil.rmtree(staged, ignore_errors=True)
+
+
+def _outcome(policy: Incremental[Any]) -> Column:
+    """The value of each table's outcome column (`Incremental.outcomes`) in a step's JSON row."""
+    value: Column = F.lit(None).cast("string")
+    for table, column in policy.outcomes.items():
+        value = F.when(F.col("table") == table, F.get_json_object("row", f"$.{column}")).otherwise(value)
+    return value
 
 
 def _spread_unkeyed(keyed: DataFrame, policy: Incremental[Any]) -> DataFrame:
