@@ -133,3 +133,13 @@ def test_a_checkpoint_of_another_version_is_refused(tmp_path: Path) -> None:
     log.record(Commit(1, 0, None, None, version="0.0.1"))
     with pytest.raises(ConfigError, match=r"written by quotaplane 0\.0\.1"):
         log.check_version()
+
+
+def test_the_commit_log_keeps_only_its_recent_records(tmp_path: Path) -> None:
+    from quotaplane.stream.commits import KEEP, Commit
+
+    log = CommitLog(tmp_path)
+    for n in range(1, KEEP + 6):
+        log.record(Commit(n, n - 1, None, None, totals={"read:x": n}))
+    assert [c.number for c in log.records()] == list(range(6, KEEP + 6))
+    assert log.before(KEEP + 4).number == KEEP + 4 and log.latest().totals == {"read:x": KEEP + 5}

@@ -11,9 +11,11 @@ import random
 from collections import defaultdict
 from pathlib import Path
 
-#: each input's event-time field
-TIME_FIELDS = {"volumes": "ts", "membership": "ts", "collection_errors": "ts", "client_requests": "ts_ms",
-               "topic_requests": "ts_ms", "backlog_snapshots": "ts_ms"}
+from quotaplane.registry import POLICIES
+
+#: each input's event-time field, as the streamed policies declare it
+TIME_FIELDS = {name: field for p in POLICIES if p.incremental is not None
+               for name, field in p.incremental.time_fields.items()}
 
 
 def _time(value: object) -> int:

@@ -25,6 +25,9 @@ from typing import Any
 from quotaplane import __version__
 from quotaplane.core.errors import ConfigError
 
+#: commit records kept (a replay continues from the commit before the last one Spark finished)
+KEEP = 100
+
 
 @dataclass
 class Commit:
@@ -95,10 +98,12 @@ class CommitLog:
         tmp = self.commits / f".{commit.number}.json.tmp"
         tmp.write_text(json.dumps(asdict(commit), sort_keys=True) + "\n", encoding="utf-8")
         os.replace(tmp, self.commits / f"{commit.number}.json")
-        # a replayed batch supersedes any record after it (there is none unless the log was cut short)
-        for later in self.commits.glob("*.json"):
-            if int(later.stem) > commit.number:
-                later.unlink()
+        # a replayed batch supersedes any record after it (there is none unless the log was cut short);
+        # records older than the last KEEP are not needed (each carries the running totals): the log
+        # read on every micro-batch and by the progress display stays small in a long-running stream
+        for other in self.commits.glob("*.json"):
+            if int(other.stem) > commit.number or int(other.stem) <= commit.number - KEEP:
+                other.unlink()
 
     def state_dir(self, policy: str, number: int) -> Path:
         return self.root / "state" / policy / f"v={number}"

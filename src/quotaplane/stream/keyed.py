@@ -24,8 +24,6 @@ from quotaplane.core.incremental import Incremental
 
 STATE = "_state"
 LATE_TABLE = "_late"
-OUT_COLUMNS = ["key", "table", "row", "state", "through"]
-NO_WATERMARK = None
 
 
 def _dumps(row: dict[str, Any]) -> str:
