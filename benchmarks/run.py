@@ -57,7 +57,7 @@ class Options:
     extrapolate: bool = True
     warmup: bool = True
     master: str = "local[*]"
-    driver_memory: str = "8g"
+    driver_memory: str = "4g"
     command: str = "python -m benchmarks.run"
 
 
@@ -122,7 +122,8 @@ def parse_args(argv: list[str] | None = None) -> Options:
     parser.add_argument("--no-warmup", action="store_true",
                         help="skip the untimed warm-up run of each stage and bare job on a tiny input")
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    parser.add_argument("--driver-memory", default="8g", help="spark.driver.memory (default 8g)")
+    parser.add_argument("--driver-memory", default="4g",
+                        help="spark.driver.memory (default 4g: no stage may need more at M 8x)")
     args = parser.parse_args(argv)
     quick_run = args.quick
     results_dir = args.results_dir or (args.work_dir / "results" if quick_run else results.RESULTS_DIR)

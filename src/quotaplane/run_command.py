@@ -60,6 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--forecast-window", metavar="DURATION", help="forecast fit window (default 6h)")
     p.add_argument("--forecast-horizon", metavar="DURATION", help="forecast horizon (default 7d)")
     p.add_argument("--out", type=Path, default=Path("out"), help="output directory (default: ./out)")
+    p.add_argument("--detail", action="store_true",
+                   help="also write the large diagnostic tables (storage_volume_observations)")
     add_spark_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.set_defaults(func=_run)
@@ -90,6 +92,6 @@ def _run(args: argparse.Namespace) -> int:
         telemetry, configs = args.telemetry, given
         print(f"quotaplane run: {telemetry}", file=sys.stderr)
     outcome = run_pipeline(telemetry, configs, args.out, POLICIES, master=args.master, remote=args.remote,
-                           stream=None if args.quiet else sys.stderr)
+                           stream=None if args.quiet else sys.stderr, detail=args.detail)
     print_outcome(outcome)
     return 0

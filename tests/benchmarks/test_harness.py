@@ -153,7 +153,11 @@ def test_quick_run_writes_results_extrapolation_and_docs(spark: object, tmp_path
         assert p["bare"]["output_rows"] > 0 and p["stage"]["steps"]
     assert points[1]["input_rows"] > points[0]["input_rows"]
     assert {"decisions", "stage", "bare", "reference"} <= set(bench["fits"])
-    assert {t["metric"] for t in bench["targets"]} == {"ratio_to_reference"}
+    assert {t["metric"] for t in bench["targets"]} == {"ratio_to_bare", "stage_ratio_to_decisions",
+                                                        "ratio_to_reference"}
+    # the whole stage against its decisions is judged from 4x on only: not at these scales
+    (stage_target,) = [t for t in bench["targets"] if t["metric"] == "stage_ratio_to_decisions"]
+    assert stage_target["by_scale"] == {}
 
     extrapolation = json.loads(estimated.read_text())
     assert extrapolation["extrapolated"] is True and extrapolation["from"]["tier"] == "S-quick"
@@ -199,3 +203,18 @@ def test_quick_run_of_the_notices_policy(spark: object, tmp_path: Path) -> None:
     assert point["reference"]["whole_input"] is True and point["reference"]["decisions"] > 0
     assert point["stage"]["summary"]["notices"] == point["reference"]["decisions"]
     assert point["bare"]["output_rows"] > 0
+
+
+def test_targets_judge_the_bare_ratio_everywhere_and_the_whole_stage_from_4x() -> None:
+    def point(scale: float, ratio: float | None, decisions: float, stage: float) -> dict:
+        return {"scale": scale, "ratio_to_bare": ratio, "decisions_seconds": decisions,
+                "stage_seconds": stage, "ratio_to_reference": 0.5}
+
+    points = [point(1, 3.01, 2.0, 9.0), point(4, 3.0, 2.0, 3.0), point(8, None, 2.0, 3.01)]
+    by_metric = {t["metric"]: t for t in results.targets("S", "backlog", points)}
+    bare = by_metric["ratio_to_bare"]["by_scale"]
+    assert [bare[s]["met"] for s in ("1", "4", "8")] == [False, True, None]  # 3x itself is within
+    stage = by_metric["stage_ratio_to_decisions"]["by_scale"]
+    assert set(stage) == {"4", "8"}  # 1x is not judged: fixed costs
+    assert (stage["4"]["met"], stage["8"]["met"]) == (True, False)
+    assert by_metric["ratio_to_reference"]["applies"] is False  # tier S

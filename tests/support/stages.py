@@ -11,11 +11,13 @@ from quotaplane.core.policy import Outputs, Policy, Progress, RunConfigs, StageC
 
 
 def run_policy_stage(spark: Any, policy: Policy[Any], telemetry: Path, out: Path, configs: RunConfigs,
-                     outputs: Outputs | None = None) -> tuple[StageContext, StageResult, Outputs]:
-    """Load the policy's config from `configs` and run its stage over `telemetry` into `out`."""
+                     outputs: Outputs | None = None, detail: bool = False,
+                     ) -> tuple[StageContext, StageResult, Outputs]:
+    """Load the policy's config from `configs` and run its stage over `telemetry` into `out`
+    (`detail`: as `quotaplane run --detail`)."""
     config = policy.load_config(configs)
     assert config is not None, f"{policy.name}: not configured by {configs}"
     ctx = StageContext(spark=spark, telemetry_dir=telemetry, out_dir=out, registry=CollectorRegistry(),
-                       progress=Progress(None))
+                       progress=Progress(None), detail=detail)
     outputs = outputs if outputs is not None else Outputs()
     return ctx, policy.run_stage(ctx, config, outputs), outputs

@@ -121,7 +121,9 @@ class StageContext:
 
     A stage writes under `out_dir`; when the run is published its outputs are under
     `published_dir` (the run's `--out`: `out_dir` is a staging directory that takes its place once
-    the run has finished, see `quotaplane.core.staging`), which is where summaries should point."""
+    the run has finished, see `quotaplane.core.staging`), which is where summaries should point.
+    With `detail`, a stage also writes its large diagnostic tables (`quotaplane run --detail`), whose
+    rows are as many as its input's; without it only the decisions and small aggregates."""
 
     spark: SparkSession
     telemetry_dir: Path
@@ -129,6 +131,7 @@ class StageContext:
     registry: CollectorRegistry
     progress: Progress
     published_dir: Path | None = None
+    detail: bool = False
 
     @property
     def published(self) -> Path:

@@ -76,6 +76,7 @@ def run_pipeline(
     remote: str | None = None,
     stream: TextIO | None = sys.stderr,
     spark: object | None = None,
+    detail: bool = False,
 ) -> RunOutcome:
     """Run every policy whose configuration and required input are present; write the outputs
     under `out_dir`."""
@@ -108,7 +109,7 @@ def run_pipeline(
     registry = CollectorRegistry()
     with staged_output(out_dir) as staging:
         ctx = StageContext(spark=spark, telemetry_dir=telemetry_dir, out_dir=staging,  # type: ignore[arg-type]
-                           registry=registry, progress=progress, published_dir=out_dir)
+                           registry=registry, progress=progress, published_dir=out_dir, detail=detail)
         outputs = Outputs()
         results: list[StageResult] = [p.run_stage(ctx, loaded[p.name], outputs) for p in runnable]
         elapsed = time.perf_counter() - started

@@ -168,3 +168,18 @@ def test_stage_does_not_run_without_its_configuration_or_telemetry(spark, tmp_pa
     with pytest.raises(InputError, match="no policy could run"):
         run_pipeline(tmp_path, RunConfigs(storage=config), tmp_path / "out", [StoragePolicy()], spark=spark,
                      stream=None)
+
+
+def test_observations_are_written_only_with_detail_and_change_nothing_else(stage, tmp_path) -> None:
+    ctx, result, telemetry, configs, _ = stage
+    assert not (ctx.out_dir / "storage_volume_observations").exists()
+    assert "volume_observations" not in result.summary["outputs"]
+    detail_ctx, detailed, _ = run_policy_stage(ctx.spark, StoragePolicy(), telemetry, tmp_path / "out",
+                                               configs, detail=True)
+    rows = ctx.spark.read.parquet(str(detail_ctx.out_dir / "storage_volume_observations")).collect()
+    # every counted observation: 10 rounds, round 4 failed (no volumes), broker 2 missing in round 6
+    assert len(rows) == 9 * 4 - 1
+    assert detailed.summary["outputs"]["volume_observations"].endswith("storage_volume_observations")
+    without = {k: v for k, v in detailed.summary.items() if k != "outputs"}
+    assert without == {k: v for k, v in result.summary.items() if k != "outputs"}
+    assert render(detail_ctx.registry) == render(ctx.registry)

@@ -92,7 +92,7 @@ class ReadResult:
 
 def _count(checked: DataFrame, source: str, skipped: tuple[str, ...] = ()) -> ReadCounts:
     row = checked.agg(F.count(F.lit(1)).alias("read"),
-                      F.count(F.when(F.col(REASON).isNull(), 1)).alias("used")).first()
+                      F.count(F.when(F.col(REASON).isNull(), 1)).alias("used")).collect()[0]
     read, used = int(row["read"]), int(row["used"])
     return ReadCounts(source, read, used, read - used, skipped)
 

@@ -146,8 +146,7 @@ def _cluster(config: StorageConfig, keys: DataFrame) -> DataFrame:
 def _local(config: StorageConfig, keys: DataFrame) -> DataFrame:
     """Deprecated local source: per round and active broker, the legacy rule on its own volumes."""
     brokers = broker_summary(keys)
-    df = (active_brokers(brokers, round_summary(brokers))
-          .drop("active_log_dirs", "missing_brokers").withColumnRenamed("log_dirs", "active_log_dirs"))
+    df = active_brokers(brokers).withColumnRenamed("log_dirs", "active_log_dirs")
     fallback = F.lit(config.fallback_factor)
     failed, missing = F.col("error").isNotNull(), F.col("used").isNull()
     computed = limits.legacy_factor(F.col("used"), config.legacy_soft_bytes, config.legacy_hard_bytes)

@@ -14,7 +14,7 @@ columns and need no shuffle either (the session sets
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 ROUND = ["cluster", "is_window", "round_no"]
@@ -128,21 +128,38 @@ def round_summary(brokers: DataFrame, *extra: Column) -> DataFrame:
     )
 
 
-def active_brokers(brokers: DataFrame, rounds: DataFrame) -> DataFrame:
-    """The active brokers of every round with the round's facts (`round_summary` columns)."""
-    joined = brokers.drop("ts", "err").join(rounds, ROUND)
-    return joined.where(F.col("listed") | (~F.col("round_listed") & F.col("observed")))
+def active_brokers(brokers: DataFrame) -> DataFrame:
+    """The active brokers of every round (`broker_summary` rows) with the round's `round_ts`,
+    `error`, `round_listed` and `active_brokers`: window functions over the round, in the order
+    `broker_summary` leaves its rows in (no shuffle, no sort, no join)."""
+    in_round = Window.partitionBy(*ROUND)
+    listed, observed = F.col("listed"), F.col("observed")
+    round_listed = F.max(listed).over(in_round)
+    rows = brokers.select(
+        *[c for c in brokers.columns if c not in ("ts", "err")],
+        F.max("ts").over(in_round).alias("round_ts"),
+        F.min("err").over(in_round)["reason"].alias("error"),
+        round_listed.alias("round_listed"),
+        F.when(round_listed, F.count(F.when(listed, 1)).over(in_round))
+         .otherwise(F.count(F.when(observed, 1)).over(in_round)).alias("active_brokers"),
+    )
+    return rows.where(listed | (~F.col("round_listed") & observed))
 
 
 def counted_volumes(keys: DataFrame) -> DataFrame:
     """The counted volume observations: one per (round, broker, log dir) of an active broker, with
-    `round_ts` and `error`."""
-    brokers = broker_summary(keys)
-    active = active_brokers(brokers, round_summary(brokers)).select(*ROUND, "broker_id", "round_ts", "error")
-    vols = keys.where(F.col("kind") == VOLUME).select(*ROUND, "broker_id", "log_dir", "total_bytes",
-                                                      "available_bytes")
-    # both sides are partitioned by ROUND and sorted by (ROUND, broker) already: a merge join
-    return vols.join(active, [*ROUND, "broker_id"])
+    `round_ts` and `error`. Window functions over the round and the broker in the order `keyed_rows`
+    leaves its rows in: no shuffle, no sort, no join."""
+    in_round, of_broker = Window.partitionBy(*ROUND), Window.partitionBy(*ROUND, "broker_id")
+    member = F.col("kind") == MEMBER
+    rows = keys.select(*ROUND, "broker_id", "kind", "log_dir", "total_bytes", "available_bytes",
+                       F.max(member).over(in_round).alias("round_listed"),
+                       F.max(member).over(of_broker).alias("listed"),
+                       F.max("ts").over(in_round).alias("round_ts"),
+                       F.min("err").over(in_round)["reason"].alias("error"))
+    counted = (F.col("kind") == VOLUME) & (F.col("listed") | ~F.col("round_listed"))
+    return rows.where(counted).select(*ROUND, "broker_id", "log_dir", "total_bytes", "available_bytes",
+                                      "round_ts", "error")
 
 
 def round_columns() -> list[Column]:

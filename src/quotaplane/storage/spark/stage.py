@@ -3,8 +3,10 @@
 Reads `volumes`, `membership` and `collection_errors` (each validated once and its typed rows
 cached, so every later step reads them), writes any quarantined rows to `quarantine/<record>`, the
 decisions of the storage configuration to `storage_decisions` (and of the comparison configuration
-to `storage_decisions_compare`), the counted volume observations with their thresholds to
-`storage_volume_observations`, registers the spec's metrics and returns the summary and report.
+to `storage_decisions_compare`), with `--detail` the counted volume observations with their
+thresholds to `storage_volume_observations` (a row per volume and round: as large as the input),
+registers the spec's metrics and returns the summary and report. The per-volume parts of the summary
+and report come from one small aggregate of the observations (`summary.volume_profile`).
 It provides `StorageDecisions` (the decisions tables read back from Parquet) to later stages.
 """
 
@@ -24,6 +26,7 @@ from quotaplane.storage.spark import summary as S
 from quotaplane.storage.spark.decisions import evaluate
 
 VOLUMES_PLOTTED = 6
+OBSERVATIONS = "storage_volume_observations"  # written with `quotaplane run --detail`
 
 
 def _read(ctx: StageContext) -> tuple[dict[str, DataFrame], list[ReadCounts], list[CheckedInput]]:
@@ -46,21 +49,23 @@ def _read(ctx: StageContext) -> tuple[dict[str, DataFrame], list[ReadCounts], li
 
 
 def _decide(ctx: StageContext, config: StorageConfig, inputs: dict[str, DataFrame], table: str,
-            keep_observations: bool) -> tuple[DataFrame, DataFrame | None]:
-    # with the observations table, the keyed round rows are cached: both writes read them (a
-    # comparison run writes only its decisions, which read them once)
-    ev = evaluate(config, inputs["volumes"], inputs["membership"], inputs["collection_errors"],
-                  persist=keep_observations)
+            observations: bool) -> tuple[DataFrame, DataFrame | None]:
+    """Write the decisions; return them read back, and with `observations` the counted volume
+    observations: written to `storage_volume_observations` and read back with `ctx.detail`, else
+    the lazy table (its one aggregation for the report evaluates it again from the inputs)."""
+    keep = observations and ctx.detail
+    # with the observations table, the keyed round rows are cached: both writes read them
+    ev = evaluate(config, inputs["volumes"], inputs["membership"], inputs["collection_errors"], persist=keep)
     try:
         ev.decisions.write.mode("overwrite").parquet(str(ctx.out_dir / table))
-        if keep_observations:
-            ev.volumes.write.mode("overwrite").parquet(str(ctx.out_dir / "storage_volume_observations"))
+        if keep:
+            ev.volumes.write.mode("overwrite").parquet(str(ctx.out_dir / OBSERVATIONS))
     finally:
         ev.release()
     decisions = ctx.spark.read.parquet(str(ctx.out_dir / table))
-    if not keep_observations:
+    if not observations:
         return decisions, None
-    return decisions, ctx.spark.read.parquet(str(ctx.out_dir / "storage_volume_observations"))
+    return decisions, ctx.spark.read.parquet(str(ctx.out_dir / OBSERVATIONS)) if keep else ev.volumes
 
 
 def run_stage(ctx: StageContext, config: StorageConfig, compare: StorageConfig | None,
@@ -77,25 +82,25 @@ def run_stage(ctx: StageContext, config: StorageConfig, compare: StorageConfig |
             with ctx.progress.step(f"storage: {compare.evaluation} decisions (comparison)"):
                 compared, _ = _decide(ctx, compare, inputs, "storage_decisions_compare", False)
         with ctx.progress.step("storage: summary, metrics and report"):
-            main = S.summarise("main", config, decisions, observations)
-            other = S.summarise("compare", compare, compared, None) if compare and compared else None
-            states = S.metric_states(config, decisions, "main")
+            main, states, profile = S.summarise("main", config, decisions, observations)
+            other = None
             if compare is not None and compared is not None:
-                states += S.metric_states(compare, compared, "compare")
+                other, compared_states, _ = S.summarise("compare", compare, compared, None)
+                states += compared_states
             ctx.registry.register(StorageMetrics(states))
-            assert observations is not None
-            closest = S.closest_volumes(observations, VOLUMES_PLOTTED)
-            series = S.volume_series(observations, closest, main.span) if main.span else []
-            total = observations.select("cluster", "broker_id", "log_dir").distinct().count()
+            closest = S.closest_volumes(profile, VOLUMES_PLOTTED)
+            series = S.volume_series(profile, closest)
             reads = [c.as_dict() for c in counts]
-            sections = build_sections(StorageReportData(main, other, series, len(closest), total, reads))
+            sections = build_sections(StorageReportData(main, other, series, len(closest),
+                                                        S.volume_count(profile), reads))
     finally:
         for c in checked:
             c.release()
     outputs.provide(StorageDecisions(decisions, compared))
     outputs = {"decisions": str(ctx.published / "storage_decisions"),
-               "volume_observations": str(ctx.published / "storage_volume_observations"),
                "quarantine": str(ctx.published / "quarantine")}
+    if ctx.detail:
+        outputs["volume_observations"] = str(ctx.published / OBSERVATIONS)
     summary: dict[str, object] = {**main.as_dict(), "warnings": list(config.warnings),
                                   "inputs": [c.as_dict() for c in counts], "outputs": outputs}
     if other is not None:

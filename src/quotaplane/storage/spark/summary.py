@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame, Row, Window
 from pyspark.sql import functions as F
 
 from quotaplane.core.javamath import LONG_MAX
@@ -25,12 +25,18 @@ def _unit_window() -> Window:
     return Window.partitionBy(*UNIT).orderBy("ts_ms", "poll_id", "round_window")
 
 
-def throttled_time(decisions: DataFrame) -> list[dict[str, Any]]:
-    """Per unit: decisions, the time with factor < 1 and with factor == 0 (each round lasts until the
-    unit's next round; the last round has no duration), first throttled and first blocked time."""
+def unit_rows(decisions: DataFrame) -> list[Row]:
+    """Per unit, in one job: its decisions, first and last time, the time with factor < 1 and with
+    factor == 0 (each round lasts until the unit's next round; the last round has no duration), first
+    throttled and first blocked time, the lowest factor, its last decision (`last`) and the active
+    brokers and log dirs of its last round without a collection error (`last_ok`)."""
     nxt = F.lead("ts_ms").over(_unit_window())
-    d = decisions.select(*UNIT, "ts_ms", "throttle_factor", (nxt - F.col("ts_ms")).alias("span"))
+    order = F.struct("ts_ms", "poll_id", "round_window")  # nulls order first: a max is the window's last
+    d = decisions.select("*", (nxt - F.col("ts_ms")).alias("span"), order.alias("_order"))
     throttled, blocked = F.col("throttle_factor") < 1.0, F.col("throttle_factor") == 0.0
+    last = F.struct("source", "throttle_factor", "throttling_broker_id", "throttling_log_dir",
+                    "effective_produce_limit", "used_bytes")
+    ok = F.col("collection_error").isNull()
     rows = d.groupBy(*UNIT).agg(
         F.count(F.lit(1)).alias("decisions"),
         F.min("ts_ms").alias("first_ms"), F.max("ts_ms").alias("last_ms"),
@@ -39,23 +45,45 @@ def throttled_time(decisions: DataFrame) -> list[dict[str, Any]]:
         F.min(F.when(throttled, F.col("ts_ms"))).alias("first_throttled_ms"),
         F.min(F.when(blocked, F.col("ts_ms"))).alias("first_blocked_ms"),
         F.min("throttle_factor").alias("lowest_factor"),
-    ).orderBy(*UNIT).collect()
+        F.max_by(last, "_order").alias("last"),
+        F.max_by(F.struct("active_brokers", "active_log_dirs"), F.when(ok, F.col("_order"))).alias("last_ok"),
+    ).collect()
+    # ordered here: an `orderBy` before `collect` costs Spark a sampling job of its own
+    return sorted(rows, key=lambda r: _nulls_first(r["cluster"], r["observing_broker_id"]))
+
+
+def _nulls_first(*values: Any) -> tuple[Any, ...]:
+    """A sort key ordering like Spark's ascending order: nulls first."""
+    return tuple(x for v in values for x in (v is not None, v if v is not None else 0))
+
+
+def throttled_time(units: list[Row]) -> list[dict[str, Any]]:
+    """The units of `summary.json` from `unit_rows`."""
     return [{
         "cluster": r["cluster"], "observing_broker_id": r["observing_broker_id"], "decisions": r["decisions"],
         "from": iso(r["first_ms"]), "to": iso(r["last_ms"]),
         "time_throttled_seconds": r["throttled_ms"] / 1000, "time_blocked_seconds": r["blocked_ms"] / 1000,
         "first_throttled": iso(r["first_throttled_ms"]), "first_blocked": iso(r["first_blocked_ms"]),
         "lowest_factor": r["lowest_factor"],
-    } for r in rows]
+    } for r in units]
 
 
-def fallbacks(decisions: DataFrame) -> dict[str, dict[str, int]]:
-    """By reason: times the fallback was applied (the counter) and rounds decided by the fallback."""
-    rows = (decisions.where(F.col("fallback_reason").isNotNull()).groupBy("fallback_reason")
+def fallback_counts(decisions: DataFrame) -> list[Row]:
+    """Per unit and fallback reason: times the fallback was applied and rounds it decided."""
+    return (decisions.where(F.col("fallback_reason").isNotNull()).groupBy(*UNIT, "fallback_reason")
             .agg(F.count(F.when(F.col("fallback_applied"), 1)).alias("applied"),
                  F.count(F.lit(1)).alias("rounds"))
-            .orderBy("fallback_reason").collect())
-    return {r["fallback_reason"]: {"applied": r["applied"], "rounds": r["rounds"]} for r in rows}
+            .collect())
+
+
+def fallbacks(counts: list[Row]) -> dict[str, dict[str, int]]:
+    """By reason: times the fallback was applied (the counter) and rounds decided by the fallback."""
+    out: dict[str, dict[str, int]] = {}
+    for r in counts:
+        entry = out.setdefault(r["fallback_reason"], {"applied": 0, "rounds": 0})
+        entry["applied"] += r["applied"]
+        entry["rounds"] += r["rounds"]
+    return dict(sorted(out.items()))
 
 
 def fallback_events(decisions: DataFrame, limit: int = 50) -> list[dict[str, Any]]:
@@ -67,26 +95,21 @@ def fallback_events(decisions: DataFrame, limit: int = 50) -> list[dict[str, Any
              "missing_brokers": r["missing_brokers"]} for r in rows]
 
 
-def breaches(config: StorageConfig, observations: DataFrame, decisions: DataFrame) -> list[dict[str, Any]]:
-    """First soft and first hard breach per volume, and how deep (per-volume limits); for the legacy
-    local source, per broker aggregate (`log_dir` null)."""
-    if "soft_breached" in observations.columns:
-        rows = (observations.groupBy("cluster", "broker_id", "log_dir").agg(
-            F.min(F.when(F.col("soft_breached"), F.col("ts_ms"))).alias("soft_ms"),
-            F.min(F.when(F.col("hard_breached"), F.col("ts_ms"))).alias("hard_ms"),
-            F.min("available_bytes").alias("min_available"),
-            F.min(F.struct("headroom", "total_bytes")).alias("deepest"),
-            F.min("volume_factor").alias("lowest_factor"),
-            F.max("total_bytes").alias("total_bytes"))
-            .where(F.col("soft_ms").isNotNull())
-            .orderBy("lowest_factor", "deepest", "cluster", "broker_id", "log_dir").collect())
+def breaches(config: StorageConfig, profile: list[dict[str, Any]] | None,
+             decisions: DataFrame) -> list[dict[str, Any]]:
+    """First soft and first hard breach per volume, and how deep (per-volume limits, from the
+    `volume_profile`), ordered by lowest factor, then least headroom; for the legacy local source,
+    per broker aggregate (`log_dir` null)."""
+    if profile and "soft_ms" in profile[0]:
+        found = [v for v in _per_volume(profile) if v["soft_ms"] is not None]
+        found.sort(key=lambda v: (v["lowest_factor"], v["headroom"], *_volume_order(v)))
         return [{
-            "cluster": r["cluster"], "broker_id": r["broker_id"], "log_dir": r["log_dir"],
-            "first_soft_breach": iso(r["soft_ms"]), "first_hard_breach": iso(r["hard_ms"]),
-            "min_available_bytes": r["min_available"], "total_bytes": r["total_bytes"],
-            "deepest_past_hard_bytes": max(0.0, -r["deepest"]["headroom"]),
-            "lowest_volume_factor": r["lowest_factor"],
-        } for r in rows]
+            "cluster": v["cluster"], "broker_id": v["broker_id"], "log_dir": v["log_dir"],
+            "first_soft_breach": iso(v["soft_ms"]), "first_hard_breach": iso(v["hard_ms"]),
+            "min_available_bytes": v["available"], "total_bytes": v["total"],
+            "deepest_past_hard_bytes": max(0.0, -v["headroom"]),
+            "lowest_volume_factor": v["lowest_factor"],
+        } for v in found]
     if config.evaluation != "local" or not config.legacy_configured:
         return []
     soft, hard = config.legacy_soft_bytes, config.legacy_hard_bytes
@@ -95,8 +118,9 @@ def breaches(config: StorageConfig, observations: DataFrame, decisions: DataFram
         F.min(F.when(used > F.lit(soft).cast("long"), F.col("ts_ms"))).alias("soft_ms"),
         F.min(F.when(used >= F.lit(hard).cast("long"), F.col("ts_ms"))).alias("hard_ms"),
         F.max("used_bytes").alias("max_used"), F.min("throttle_factor").alias("lowest_factor"))
-        .where(F.col("soft_ms").isNotNull() | F.col("hard_ms").isNotNull())
-        .orderBy("lowest_factor", "cluster", "observing_broker_id").collect())
+        .where(F.col("soft_ms").isNotNull() | F.col("hard_ms").isNotNull()).collect())
+    rows = sorted(rows, key=lambda r: (r["lowest_factor"],
+                                       *_nulls_first(r["cluster"], r["observing_broker_id"])))
     return [{
         "cluster": r["cluster"], "broker_id": r["observing_broker_id"], "log_dir": None,
         "first_soft_breach": iso(r["soft_ms"]), "first_hard_breach": iso(r["hard_ms"]),
@@ -106,30 +130,24 @@ def breaches(config: StorageConfig, observations: DataFrame, decisions: DataFram
     } for r in rows]
 
 
-def metric_states(config: StorageConfig, decisions: DataFrame, label: str) -> list[StorageMetricState]:
-    """The end-of-history metric state of every unit (spec: Metrics)."""
-    w = Window.partitionBy(*UNIT).orderBy(F.col("ts_ms").desc(), F.col("poll_id").desc_nulls_last(),
-                                          F.col("round_window").desc_nulls_last())
-    last = decisions.select("*", F.row_number().over(w).alias("n")).where("n = 1").drop("n")
-    ok = decisions.where(F.col("collection_error").isNull())
-    last_ok = (ok.select(*UNIT, "active_brokers", "active_log_dirs", F.row_number().over(w).alias("n"))
-               .where("n = 1").drop("n"))
-    counts = (decisions.where(F.col("fallback_applied")).groupBy(*UNIT, "fallback_reason")
-              .agg(F.count(F.lit(1)).alias("n")).collect())
+def metric_states(config: StorageConfig, units: list[Row], counts: list[Row],
+                  label: str) -> list[StorageMetricState]:
+    """The end-of-history metric state of every unit (spec: Metrics), from `unit_rows` and
+    `fallback_counts`."""
     by_unit: dict[tuple[Any, Any], dict[str, int]] = {}
     for c in counts:
-        by_unit.setdefault((c["cluster"], c["observing_broker_id"]), {})[c["fallback_reason"]] = c["n"]
-    healthy = {(r["cluster"], r["observing_broker_id"]): r for r in last_ok.collect()}
+        if c["applied"]:
+            unit = by_unit.setdefault((c["cluster"], c["observing_broker_id"]), {})
+            unit[c["fallback_reason"]] = c["applied"]
     local = config.evaluation == "local"
     states = []
-    for r in last.orderBy(*UNIT).collect():
-        key = (r["cluster"], r["observing_broker_id"])
-        good = healthy.get(key)
+    for u in units:
+        r, good = u["last"], u["last_ok"]
         states.append(StorageMetricState(
-            config=label, cluster=r["cluster"] or "", source=r["source"],
-            observing_broker_id=r["observing_broker_id"], throttle_factor=r["throttle_factor"],
+            config=label, cluster=u["cluster"] or "", source=r["source"],
+            observing_broker_id=u["observing_broker_id"], throttle_factor=r["throttle_factor"],
             throttling_broker_id=r["throttling_broker_id"], throttling_log_dir=r["throttling_log_dir"],
-            fallbacks=by_unit.get(key, {}),
+            fallbacks=dict(sorted(by_unit.get((u["cluster"], u["observing_broker_id"]), {}).items())),
             active_brokers=good["active_brokers"] if good else None,
             active_log_dirs=good["active_log_dirs"] if good else None,
             effective_produce_limit=r["effective_produce_limit"],
@@ -140,11 +158,11 @@ def metric_states(config: StorageConfig, decisions: DataFrame, label: str) -> li
     return states
 
 
-def time_range(decisions: DataFrame) -> tuple[int, int] | None:
-    row = decisions.agg(F.min("ts_ms").alias("a"), F.max("ts_ms").alias("b")).first()
-    if row is None or row["a"] is None:
+def time_range(units: list[Row]) -> tuple[int, int] | None:
+    """The first and last decision time of every unit."""
+    if not units:
         return None
-    return int(row["a"]), int(row["b"])
+    return min(int(u["first_ms"]) for u in units), max(int(u["last_ms"]) for u in units)
 
 
 def _bucket(start: int, end: int) -> tuple[Any, int]:
@@ -158,57 +176,96 @@ def factor_series(decisions: DataFrame, span: tuple[int, int]) -> list[dict[str,
     bucket, width = _bucket(*span)
     rows = (decisions.groupBy("cluster", bucket.alias("b")).agg(
         F.min("throttle_factor").alias("factor"), F.max(F.col("fallback_applied").cast("int")).alias("fb"))
-        .orderBy("cluster", "b").collect())
+        .collect())
+    rows = sorted(rows, key=lambda r: _nulls_first(r["cluster"], r["b"]))
     return [{"cluster": r["cluster"], "ts_ms": span[0] + r["b"] * width, "factor": r["factor"],
              "fallback": bool(r["fb"])} for r in rows]
 
 
-def closest_volumes(observations: DataFrame, count: int) -> list[tuple[str | None, int, str]]:
-    """The volumes that came closest to their limits: lowest volume factor, then the least headroom
-    in widths of the soft-to-hard ramp (without per-volume limits: the lowest available ratio)."""
+def volume_profile(observations: DataFrame, span: tuple[int, int]) -> list[dict[str, Any]]:
+    """Per counted volume and plot bucket (at most `PLOT_BUCKETS` per volume), in one job of hash
+    aggregates: lowest available and highest total bytes, how close the volume came (`closeness`:
+    the lowest volume factor, then the least headroom in widths of the soft-to-hard ramp; without
+    per-volume limits the lowest available ratio) and, with per-volume limits, the first soft and hard
+    breach, the least headroom, the lowest factor and the thresholds. Every per-volume summary and
+    plot is computed from it."""
+    bucket, width = _bucket(*span)
+    aggs = [F.min("available_bytes").alias("available"), F.max("total_bytes").alias("total")]
     if "volume_factor" in observations.columns:
         ramp = F.greatest(F.col("soft_threshold") - F.col("hard_threshold"), F.lit(1.0))
-        order = [F.min("volume_factor"), F.min(F.col("headroom") / ramp)]
+        aggs += [F.min("volume_factor").alias("lowest_factor"), F.min(F.col("headroom") / ramp).alias("k1"),
+                 F.min(F.when(F.col("soft_breached"), F.col("ts_ms"))).alias("soft_ms"),
+                 F.min(F.when(F.col("hard_breached"), F.col("ts_ms"))).alias("hard_ms"),
+                 F.min("headroom").alias("headroom"),
+                 F.max("soft_threshold").alias("soft"), F.max("hard_threshold").alias("hard")]
     else:
-        order = [F.min(F.col("available_bytes") / F.greatest(F.col("total_bytes"), F.lit(1)))]
-    ranked = observations.groupBy("cluster", "broker_id", "log_dir").agg(
-        *[o.alias(f"k{i}") for i, o in enumerate(order)])
-    keys = [f"k{i}" for i in range(len(order))]
-    rows = ranked.orderBy(*keys, "cluster", "broker_id", "log_dir").limit(count).collect()
-    return [(r["cluster"], r["broker_id"], r["log_dir"]) for r in rows]
+        aggs.append(F.min(F.col("available_bytes") / F.greatest(F.col("total_bytes"), F.lit(1))).alias("k0"))
+    table = observations.groupBy("cluster", "broker_id", "log_dir", bucket.alias("b")).agg(*aggs).toArrow()
+    rows = table.to_pylist()
+    for r in rows:
+        r["ts_ms"] = span[0] + r.pop("b") * width
+    return rows
 
 
-def volume_series(observations: DataFrame, volumes: list[tuple[str | None, int, str]],
-                  span: tuple[int, int]) -> list[dict[str, Any]]:
+def _volume_order(v: dict[str, Any]) -> tuple[Any, ...]:
+    """Spark's ascending order of (cluster, broker, log dir): nulls first."""
+    return _nulls_first(v["cluster"], v["broker_id"], v["log_dir"])
+
+
+_LOWEST = ("available", "lowest_factor", "k0", "k1", "soft_ms", "hard_ms", "headroom")
+
+
+def _per_volume(profile: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The profile's buckets folded per volume (lowest of each lowest, highest total)."""
+    volumes: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in profile:
+        key = (r["cluster"], r["broker_id"], r["log_dir"])
+        v = volumes.get(key)
+        if v is None:
+            volumes[key] = dict(r)
+            continue
+        for name in _LOWEST:
+            if name in r and r[name] is not None and (v[name] is None or r[name] < v[name]):
+                v[name] = r[name]
+        v["total"] = max(v["total"], r["total"])
+    return list(volumes.values())
+
+
+def closest_volumes(profile: list[dict[str, Any]], count: int) -> list[tuple[str | None, int, str]]:
+    """The volumes that came closest to their limits: lowest volume factor, then the least headroom
+    in widths of the soft-to-hard ramp (without per-volume limits: the lowest available ratio)."""
+    keys = ("lowest_factor", "k1") if profile and "k1" in profile[0] else ("k0",)
+    ranked = sorted(_per_volume(profile), key=lambda v: (*[v[k] for k in keys], *_volume_order(v)))
+    return [(v["cluster"], v["broker_id"], v["log_dir"]) for v in ranked[:count]]
+
+
+def volume_series(profile: list[dict[str, Any]], volumes: list[tuple[str | None, int, str]]
+                  ) -> list[dict[str, Any]]:
     """Available bytes (lowest per time bucket) and the thresholds of the chosen volumes over time,
     in the order of `volumes`."""
-    if not volumes:
-        return []
-    bucket, width = _bucket(*span)
-    cond = None
-    for cluster, broker, log_dir in volumes:
-        one = (F.col("cluster").eqNullSafe(cluster) & (F.col("broker_id") == broker)
-               & (F.col("log_dir") == log_dir))
-        cond = one if cond is None else cond | one
-    thresholds = [F.max(c).alias(c) for c in ("soft_threshold", "hard_threshold")
-                  if c in observations.columns]
-    rows = (observations.where(cond).groupBy("cluster", "broker_id", "log_dir", bucket.alias("b"))
-            .agg(F.min("available_bytes").alias("available"), F.max("total_bytes").alias("total"),
-                 *thresholds)
-            .orderBy("cluster", "broker_id", "log_dir", "b").collect())
     rank = {v: i for i, v in enumerate(volumes)}
     points = [{"cluster": r["cluster"], "broker_id": r["broker_id"], "log_dir": r["log_dir"],
-               "ts_ms": span[0] + r["b"] * width, "available": r["available"], "total": r["total"],
-               "soft": r["soft_threshold"] if thresholds else None,
-               "hard": r["hard_threshold"] if thresholds else None} for r in rows]
+               "ts_ms": r["ts_ms"], "available": r["available"], "total": r["total"],
+               "soft": r.get("soft"), "hard": r.get("hard")}
+              for r in profile if (r["cluster"], r["broker_id"], r["log_dir"]) in rank]
     return sorted(points, key=lambda p: (rank[(p["cluster"], p["broker_id"], p["log_dir"])], p["ts_ms"]))
 
 
-def summarise(label: str, config: StorageConfig, decisions: DataFrame,
-              observations: DataFrame | None) -> EvaluationSummary:
-    span = time_range(decisions)
-    return EvaluationSummary(
-        label=label, config=config, units=throttled_time(decisions), fallbacks=fallbacks(decisions),
+def volume_count(profile: list[dict[str, Any]]) -> int:
+    return len({(r["cluster"], r["broker_id"], r["log_dir"]) for r in profile})
+
+
+def summarise(label: str, config: StorageConfig, decisions: DataFrame, observations: DataFrame | None
+              ) -> tuple[EvaluationSummary, list[StorageMetricState], list[dict[str, Any]]]:
+    """The summary of one evaluation, its metric states and (with `observations`) its volume
+    profile: five small Spark jobs over the decisions, one aggregation of the observations."""
+    units = unit_rows(decisions)
+    counts = fallback_counts(decisions)
+    span = time_range(units)
+    profile = volume_profile(observations, span) if observations is not None and span else []
+    summary = EvaluationSummary(
+        label=label, config=config, units=throttled_time(units), fallbacks=fallbacks(counts),
         fallback_events=fallback_events(decisions),
-        breaches=breaches(config, observations, decisions) if observations is not None else [],
+        breaches=breaches(config, profile, decisions) if observations is not None else [],
         factor_series=factor_series(decisions, span) if span else [], span=span)
+    return summary, metric_states(config, units, counts, label), profile
