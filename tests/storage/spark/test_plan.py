@@ -57,10 +57,12 @@ CLUSTER = cluster_config(("availableRatioBelow", "0.5"), ("availableRatioBelow",
 PLANS = [(CLUSTER, 3, 0), (local_config(100 * GB, 200 * GB), 2, 1)]
 
 
+@pytest.mark.parametrize("persist", [False, True], ids=["computed", "cached"])
 @pytest.mark.parametrize(("config", "aggregations", "windows"), PLANS, ids=["cluster", "local"])
 def test_decisions_and_observations_cost_one_shuffle_and_one_sort(large, inputs, config, aggregations,
-                                                                   windows) -> None:
-    ev = evaluate(config, *inputs)
+                                                                   windows, persist) -> None:
+    # cached (as the stage runs it), the keyed rows keep their partitioning and order: nothing more
+    ev = evaluate(config, *inputs, persist=persist)
     # the shuffle by round (`keyed_rows`), the sort of its aggregation by key; every later level
     # streams in that order: sort aggregations and windows over the sorted rows, no join
     ops = operators(ev.decisions)
@@ -71,6 +73,7 @@ def test_decisions_and_observations_cost_one_shuffle_and_one_sort(large, inputs,
     ops = operators(ev.volumes)
     assert (ops[SHUFFLE], ops[SORT], ops[SORT_AGGREGATE], ops[WINDOW]) == (1, 1, 1, 2), describe(ev.volumes)
     assert all("REPARTITION_BY_COL" in s for s in _rows_shuffles(ev.decisions))
+    ev.release()
 
 
 def test_strimzi_plan_is_guarded_and_joins_in_place(large, inputs) -> None:

@@ -23,7 +23,7 @@ from quotaplane.storage.outputs import StorageDecisions
 from quotaplane.storage.records import INPUTS
 from quotaplane.storage.report import StorageReportData, build_sections, console_lines
 from quotaplane.storage.spark import summary as S
-from quotaplane.storage.spark.decisions import evaluate
+from quotaplane.storage.spark.decisions import StorageEvaluation, evaluate
 
 VOLUMES_PLOTTED = 6
 OBSERVATIONS = "storage_volume_observations"  # written with `quotaplane run --detail`
@@ -49,38 +49,45 @@ def _read(ctx: StageContext) -> tuple[dict[str, DataFrame], list[ReadCounts], li
 
 
 def _decide(ctx: StageContext, config: StorageConfig, inputs: dict[str, DataFrame], table: str,
-            observations: bool) -> tuple[DataFrame, DataFrame | None]:
+            observations: bool) -> tuple[DataFrame, DataFrame | None, StorageEvaluation]:
     """Write the decisions; return them read back, and with `observations` the counted volume
-    observations: written to `storage_volume_observations` and read back with `ctx.detail`, else
-    the lazy table (its one aggregation for the report evaluates it again from the inputs)."""
-    keep = observations and ctx.detail
-    # with the observations table, the keyed round rows are cached: both writes read them
-    ev = evaluate(config, inputs["volumes"], inputs["membership"], inputs["collection_errors"], persist=keep)
+    observations (written to `storage_volume_observations` and read back with `ctx.detail`) and
+    the evaluation, whose keyed round rows stay cached until `release()`: the decisions' job
+    computes them once, and the observations (their table or the report's one aggregate) read them
+    again instead of shuffling and sorting the input a second time."""
+    ev = evaluate(config, inputs["volumes"], inputs["membership"], inputs["collection_errors"],
+                  persist=observations)
     try:
         ev.decisions.write.mode("overwrite").parquet(str(ctx.out_dir / table))
-        if keep:
+        if observations and ctx.detail:
             ev.volumes.write.mode("overwrite").parquet(str(ctx.out_dir / OBSERVATIONS))
-    finally:
+    except BaseException:
         ev.release()
+        raise
     decisions = ctx.spark.read.parquet(str(ctx.out_dir / table))
     if not observations:
-        return decisions, None
-    return decisions, ctx.spark.read.parquet(str(ctx.out_dir / OBSERVATIONS)) if keep else ev.volumes
+        ev.release()
+        return decisions, None, ev
+    if ctx.detail:
+        return decisions, ctx.spark.read.parquet(str(ctx.out_dir / OBSERVATIONS)), ev
+    return decisions, ev.volumes, ev
 
 
 def run_stage(ctx: StageContext, config: StorageConfig, compare: StorageConfig | None,
               outputs: Outputs) -> StageResult:
     """Evaluate storage quotas (`config`, and `compare` beside it when given)."""
     checked: list[CheckedInput] = []
+    evaluations: list[StorageEvaluation] = []
     try:
         with ctx.progress.step("storage: reading and validating telemetry"):
             inputs, counts, checked = _read(ctx)
         with ctx.progress.step(f"storage: {config.evaluation} decisions"):
-            decisions, observations = _decide(ctx, config, inputs, "storage_decisions", True)
+            decisions, observations, main_ev = _decide(ctx, config, inputs, "storage_decisions", True)
+            evaluations.append(main_ev)
         compared = None
         if compare is not None:
             with ctx.progress.step(f"storage: {compare.evaluation} decisions (comparison)"):
-                compared, _ = _decide(ctx, compare, inputs, "storage_decisions_compare", False)
+                compared, _, _ = _decide(ctx, compare, inputs, "storage_decisions_compare", False)
         with ctx.progress.step("storage: summary, metrics and report"):
             main, states, profile = S.summarise("main", config, decisions, observations)
             other = None
@@ -96,6 +103,8 @@ def run_stage(ctx: StageContext, config: StorageConfig, compare: StorageConfig |
     finally:
         for c in checked:
             c.release()
+        for e in evaluations:
+            e.release()
     outputs.provide(StorageDecisions(decisions, compared))
     outputs = {"decisions": str(ctx.published / "storage_decisions"),
                "quarantine": str(ctx.published / "quarantine")}
