@@ -1,4 +1,5 @@
-"""The numpy kernel (tick windows) agrees bit for bit with the reference engine (one request at a time)."""
+"""The numpy kernel (tick windows) and thresholds agree bit for bit with the reference engine (one request
+at a time)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import pandas as pd
 from hypothesis import given, settings
 
 from quotaplane.topics.config import TopicQuotaConfig, parse_topics_config
-from quotaplane.topics.engine.decision import DECISIONS
+from quotaplane.topics.engine.broker_thresholds import broker_thresholds
+from quotaplane.topics.engine.decision import DECISIONS, DEFAULT_SHARE, EXPLICIT
 from quotaplane.topics.engine.evaluate import Evaluation, TopicRequest, evaluate
 from quotaplane.topics.engine.kernel import evaluate_broker
+from quotaplane.topics.engine.thresholds import ThresholdSchedule
 from tests.topics.strategies import fleets
 
 
@@ -42,7 +45,8 @@ def test_kernel_reads_meters_at_as_of_after_the_last_request() -> None:
 
 
 def kernel_agrees(config: TopicQuotaConfig, requests: Sequence[TopicRequest], evaluation: Evaluation) -> None:
-    """Run the numpy kernel per broker with the reference's thresholds; assert bit-identical results."""
+    """Run the numpy thresholds and kernel per broker (the kernel with the reference's thresholds);
+    assert bit-identical results."""
     assert evaluation.as_of_ms is not None
     meters = {(m.broker_id, m.topic): m for m in evaluation.meters}
     for broker_id in sorted({r.broker_id for r in requests}):
@@ -54,6 +58,13 @@ def kernel_agrees(config: TopicQuotaConfig, requests: Sequence[TopicRequest], ev
             np.array([requests[i].bytes for i in idx], dtype=np.int64),
             np.array([evaluation.decisions[i].topic_threshold for i in idx], dtype=np.int64),
             len(names), config.total_threshold, config.message_max_bytes, evaluation.as_of_ms)
+        thresholds = broker_thresholds(ThresholdSchedule(config),
+                                       np.array([requests[i].ts_ms for i in idx], dtype=np.int64),
+                                       codes.astype(np.int64), names, evaluation.as_of_ms)
+        for j, i in enumerate(idx):
+            d = evaluation.decisions[i]
+            assert (int(thresholds.value[j]), EXPLICIT if thresholds.explicit[j] else DEFAULT_SHARE) == (
+                d.topic_threshold, d.threshold_source), (i, d)
         for j, i in enumerate(idx):
             d = evaluation.decisions[i]
             got = (DECISIONS[result.decision[j]], float(result.total_rate[j]), float(result.topic_rate[j]))
@@ -65,6 +76,8 @@ def kernel_agrees(config: TopicQuotaConfig, requests: Sequence[TopicRequest], ev
                                                           b.error_bytes_in_rate]
         for j, name in enumerate(names):
             m = meters[(broker_id, name)]
+            source = EXPLICIT if thresholds.final_explicit[j] else DEFAULT_SHARE
+            assert (int(thresholds.final_value[j]), source) == (m.threshold, m.threshold_source)
             assert int(result.topic_created_ms[j]) == m.created_ms
             assert result.topic_count[:, j].tolist() == [m.bytes_in_count, m.throttled_bytes_in_count,
                                                          m.error_bytes_in_count]

@@ -8,12 +8,17 @@ import pytest
 
 from quotaplane.core.spark.readers import read_telemetry
 from quotaplane.topics.config import parse_topics_config
-from quotaplane.topics.engine.evaluate import TopicRequest, evaluate
+from quotaplane.topics.engine.evaluate import MeterSnapshot, TopicRequest, evaluate
 from quotaplane.topics.engine.thresholds import SINCE_START, ThresholdSchedule
 from quotaplane.topics.records import TOPIC_REQUESTS
-from quotaplane.topics.spark.evaluate import decisions, evaluate_requests
+from quotaplane.topics.spark.evaluate import (
+    decisions,
+    evaluate_requests,
+    meters,
+    observe_meters,
+    observed_meters,
+)
 from quotaplane.topics.spark.intervals import dropped_log, topic_intervals
-from quotaplane.topics.spark.thresholds import with_thresholds
 from tests.support.differential import assert_engines_agree
 from tests.topics.strategies import request_frame
 from tests.topics.test_differential import ENGINES
@@ -44,9 +49,9 @@ def test_schedule_tables_from_the_config() -> None:
 
 
 def test_thresholds_as_of_each_request(spark) -> None:
-    rows = request_frame(spark, REQUESTS).transform(with_thresholds(CONFIG)).orderBy("broker_id", "ts_ms",
-                                                                                     "topic")
-    got = [(r.broker_id, r.ts_ms, r.topic, r.topic_threshold, r.threshold_source) for r in rows.collect()]
+    rows = request_frame(spark, REQUESTS).transform(evaluate_requests(CONFIG, 9000)).transform(decisions)
+    got = [(r.broker_id, r.ts_ms, r.topic, r.topic_threshold, r.threshold_source)
+           for r in rows.orderBy("broker_id", "ts_ms", "topic").collect()]
     assert got == [
         (1, 0, "x", 800, "default"),      # set {a, x}: (900 - 100) // 1
         (1, 4999, "a", 100, "explicit"),
@@ -93,3 +98,13 @@ def test_read_quarantines_bad_rows_with_reasons(spark, tmp_path: Path) -> None:
     rule = "topic must be 1 to 249 of [a-zA-Z0-9._-] and not '.' or '..'"
     assert reasons == sorted(["bytes must not be negative", rule, rule, rule, rule,
                               "field topic: missing required field"])
+
+
+def test_the_meters_observed_while_writing_the_decisions_are_the_meter_rows(spark) -> None:
+    rows = request_frame(spark, REQUESTS).transform(evaluate_requests(CONFIG, 20_000))
+    observed, observation = observe_meters(rows)
+    assert len(decisions(observed).collect()) == len(REQUESTS)
+    got = observed_meters(observation)
+    assert got == evaluate(CONFIG, REQUESTS, as_of_ms=20_000).meters  # brokers, then their topics, sorted
+    table = [MeterSnapshot(**r.asDict()) for r in meters(rows).collect()]
+    assert sorted(got, key=repr) == sorted(table, key=repr)

@@ -19,9 +19,19 @@ point `c + 5 s k + p_j` is a tick once it is past `c_j`). So for window k:
    previous tick: the tail of `W_(k-1)` and step 2);
 4. judge, vectorised, the window's requests at or after their topic's phase (new topic rate).
 
-Marks are summed per (meter, topic) with `np.add.at` in int64 (exact, like the reference's ints), and
-a tick is `rate + ALPHA * (count / 5e9 - rate)` elementwise in float64: the same operations in the same
-order as `quotaplane.topics.engine.meter.tick_rate`, so rates are bit-identical to the reference.
+Marks are summed per (meter, topic) in int64 (exact, like the reference's ints), and a tick is
+`rate + ALPHA * (count / 5e9 - rate)` elementwise in float64 (the broker's three meters as Python
+floats): the same operations in the same order as `quotaplane.topics.engine.meter.tick_rate`, so
+rates are bit-identical to the reference.
+
+Layout, so that a window is a few numpy calls. Topics are renumbered by creation: the topics that
+tick in a window (created in an earlier one) are a prefix, ticked as slices. Requests are regrouped
+by part (a window's requests before their topic's tick, then those after), so a part is a slice.
+Every request is first taken as accepted (or error, by size alone), and its bytes summed per part
+and topic beforehand: while the broker rate is not above the total threshold nothing can be
+throttled, so a part only gathers the topic rate its requests see and adds its summed marks. Only
+in windows with the broker over are topic rates compared with thresholds, and the throttled bytes
+moved from the bytes-in marks to the throttled ones.
 
 Cost: one iteration per busy 5 s window of the broker (and the window after it), each a fixed
 number of numpy calls over that window's requests and the broker's topics, independent of the
@@ -75,85 +85,144 @@ def evaluate_broker(ts: np.ndarray, topic: np.ndarray, size: np.ndarray, topic_t
     n = len(ts)
     ts = ts.astype(np.int64, copy=False)
     size = size.astype(np.int64, copy=False)
-    topic = topic.astype(np.int64, copy=False)
-    thr = topic_threshold.astype(np.float64)  # Java compares double > long as double > (double) long
-    total = float(total_threshold)
-    decision = np.zeros(n, dtype=np.int8)
-    total_rate = np.zeros(n)
-    topic_rate = np.zeros(n)
     error = size > message_max_bytes
-
+    total = float(total_threshold)
     created = np.full(n_topics, np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(created, topic, ts)
     origin = int(ts[0]) if n else as_of_ms
-    phase = (created - origin) % TICK_MS
-
-    rate = np.zeros((3, n_topics))
-    initialized = np.zeros((3, n_topics), dtype=bool)
-    pending = np.zeros((3, n_topics), dtype=np.int64)
-    flat_pending = pending.reshape(-1)
-    b_rate = np.zeros(3)
-    b_initialized = np.zeros(3, dtype=bool)
-    b_pending = np.zeros(3, dtype=np.int64)
-
-    def judge(idx: np.ndarray, broker_over: bool) -> None:
-        if not len(idx):
-            return
-        codes = topic[idx]
-        seen = rate[ACCEPTED, codes] * NANOS_PER_SECOND
-        topic_rate[idx] = seen
-        over = (seen > thr[idx]) if broker_over else np.zeros(len(idx), dtype=bool)
-        d = np.where(error[idx], ERROR, np.where(over, THROTTLED, ACCEPTED)).astype(np.int8)
-        decision[idx] = d
-        np.add.at(flat_pending, d.astype(np.int64) * n_topics + codes, size[idx])
-        np.add.at(b_pending, d, size[idx])
-
     last_window = (as_of_ms - origin) // TICK_MS
+
+    # Topics renumbered by creation: the topics live in a window (created in an earlier one) are a
+    # prefix, ticked with slices.
+    order = np.argsort(created, kind="stable")
+    rank = np.empty(n_topics, dtype=np.int64)
+    rank[order] = np.arange(n_topics)
+    phase = (created[order] - origin) % TICK_MS
+    born = (created[order] - origin) // TICK_MS  # the window of each topic's creation, ascending
+    t = rank[topic.astype(np.int64, copy=False)]
+
+    # Requests regrouped by part: a window's requests before their topic's tick, then those at or
+    # after it (stable: time order within a part). `perm[j]` is the request at position j.
     window_of = (ts - origin) // TICK_MS
-    busy_lo = np.flatnonzero(np.r_[True, window_of[1:] != window_of[:-1]]) if n else np.zeros(0, np.int64)
-    busy_hi = np.r_[busy_lo[1:], n].astype(np.int64)
-    busy_window = window_of[busy_lo]
+    after = (ts - origin - window_of * TICK_MS) >= phase[t]
+    part = 2 * window_of + after
+    perm = np.argsort(part, kind="stable")
+    part, t, size = part[perm], t[perm], size[perm]
+    thr = topic_threshold[perm].astype(np.float64)  # Java compares double > long as double > (double) long
+    error = error[perm]
+    busy_window, window_index = np.unique(window_of, return_inverse=True)
+    lo, mid, hi = (np.searchsorted(part, 2 * busy_window + i).tolist() for i in range(3))
+    # Marks per part and topic, as if no request were throttled (accepted, or error).
+    key, inverse = np.unique(part * n_topics + t, return_inverse=True)
+    u_part, u_topic = key // n_topics, key % n_topics
+    u_accepted = np.zeros(len(key), dtype=np.int64)
+    u_error = np.zeros(len(key), dtype=np.int64)
+    np.add.at(u_accepted, inverse, np.where(error, 0, size))
+    np.add.at(u_error, inverse, np.where(error, size, 0))
+    u_lo, u_mid, u_hi = (np.searchsorted(u_part, 2 * busy_window + i).tolist() for i in range(3))
+    w_accepted = np.zeros(len(busy_window), dtype=np.int64)
+    w_error = np.zeros(len(busy_window), dtype=np.int64)
+    np.add.at(w_accepted, window_index[perm], np.where(error, 0, size))
+    np.add.at(w_error, window_index[perm], np.where(error, size, 0))
+
+    decision = np.where(error, ERROR, ACCEPTED).astype(np.int8)
+    seen = np.zeros(n)  # the topic rate each request saw, per nanosecond
+    window_rate = np.zeros(len(busy_window))  # the broker rate of each busy window, bytes/s
+    rate = np.zeros((3, n_topics))
+    pending = np.zeros((3, n_topics), dtype=np.int64)
+    ticked = 0  # topics [0, ticked) have had their first tick
+    live = 0  # topics [0, live) were created before the current window
+    born_list = born.tolist()
+    windows = busy_window.tolist()
+    has_error = (w_error > 0).tolist()
+    b_rate = [0.0, 0.0, 0.0]
+    b_initialized = False
+    b_pending = (0, 0, 0)
+
+    rate_in, marked_in, marked_throttled, marked_error = rate[ACCEPTED], *pending  # row views
+
+    def mark(i: int, a: int, b: int, ua: int, ub: int, over: bool) -> int:
+        """Judge and mark the requests [a, b) of busy window i; the bytes throttled."""
+        if a == b:
+            return 0
+        np.take(rate_in, t[a:b], out=seen[a:b])
+        u_codes = u_topic[ua:ub]
+        marked_in[u_codes] += u_accepted[ua:ub]
+        if has_error[i]:
+            marked_error[u_codes] += u_error[ua:ub]
+        if not over:
+            return 0
+        throttled = a + np.flatnonzero((seen[a:b] * NANOS_PER_SECOND > thr[a:b]) & ~error[a:b])
+        if not len(throttled):
+            return 0
+        decision[throttled] = THROTTLED
+        codes, sizes = t[throttled], size[throttled]
+        np.subtract.at(marked_in, codes, sizes)
+        np.add.at(marked_throttled, codes, sizes)
+        return int(sizes.sum())
+
     p = 0  # the next busy window (one holding requests)
     k = 0
     while k <= last_window:
         start = origin + k * TICK_MS
-        lo = hi = 0
-        if p < len(busy_window) and busy_window[p] == k:
-            lo, hi = int(busy_lo[p]), int(busy_hi[p])
-            p += 1
+        busy = p < len(windows) and windows[p] == k
         if k >= 1:  # 1. broker tick at `start`
-            b_rate = _tick(b_rate, b_initialized, b_pending)
-            b_initialized[:] = True
-            b_pending[:] = 0
+            if b_initialized:
+                b_rate = [r + M1_ALPHA * (c / TICK_NANOS - r) for r, c in zip(b_rate, b_pending, strict=True)]
+            else:
+                b_rate = [c / TICK_NANOS for c in b_pending]
+                b_initialized = True
+            b_pending = (0, 0, 0)
         broker_rate = b_rate[ACCEPTED] * NANOS_PER_SECOND
-        broker_over = bool(broker_rate > total)
-        total_rate[lo:hi] = broker_rate
-        offset = ts[lo:hi] - start
-        window_phase = phase[topic[lo:hi]]
-        judge(lo + np.flatnonzero(offset < window_phase), broker_over)  # 2.
-        tick_at = start + phase  # 3. topic ticks
-        due = np.flatnonzero((created < tick_at) & (tick_at <= as_of_ms))
-        if len(due):
-            rate[:, due] = _tick(rate[:, due], initialized[:, due], pending[:, due])
-            initialized[:, due] = True
-            pending[:, due] = 0
-        judge(lo + np.flatnonzero(offset >= window_phase), broker_over)  # 4.
-        if hi == lo:
+        over = broker_rate > total
+        throttled = 0
+        if busy:
+            window_rate[p] = broker_rate
+            throttled += mark(p, lo[p], mid[p], u_lo[p], u_mid[p], over)  # 2.
+        while live < n_topics and born_list[live] < k:  # 3. topic ticks: the topics created before
+            live += 1
+        if k < last_window:
+            if live:
+                instant = pending[:, :live] / TICK_NANOS
+                if ticked:
+                    old = rate[:, :ticked]
+                    old += M1_ALPHA * (instant[:, :ticked] - old)
+                if live > ticked:
+                    rate[:, ticked:live] = instant[:, ticked:live]
+                pending[:, :live] = 0
+            ticked = live
+        else:  # the last window: only the ticks at or before `as_of_ms`
+            due = np.flatnonzero(start + phase[:live] <= as_of_ms)
+            if len(due):
+                initialized = np.broadcast_to(due < ticked, (3, len(due)))
+                rate[:, due] = _tick(rate[:, due], initialized, pending[:, due])
+                pending[:, due] = 0
+        if busy:
+            throttled += mark(p, mid[p], hi[p], u_mid[p], u_hi[p], over)  # 4.
+            b_pending = (int(w_accepted[p]) - throttled, throttled, int(w_error[p]))
+            p += 1
+        else:
             # An idle window leaves nothing marked: every window up to the next busy one (or the
             # last) only decays each meter created so far by one tick. Run those ticks at once.
-            target = min(int(busy_window[p]), last_window) if p < len(busy_window) else last_window
+            target = min(windows[p], last_window) if p < len(windows) else last_window
             if target > k + 1:
-                live = np.flatnonzero(created < start + TICK_MS)
-                b_rate, decayed = _decay(b_rate, rate[:, live], target - k - 1)
-                rate[:, live] = decayed
+                decayed_broker, decayed = _decay(np.array(b_rate), rate[:, :ticked], target - k - 1)
+                b_rate = decayed_broker.tolist()
+                rate[:, :ticked] = decayed
                 k = target
                 continue
         k += 1
 
+    out_decision = np.empty(n, dtype=np.int8)
+    out_decision[perm] = decision
+    topic_rate = np.empty(n)
+    topic_rate[perm] = seen * NANOS_PER_SECOND
+    total_rate = window_rate[window_index] if n else np.zeros(0)
     topic_count = np.zeros((3, n_topics), dtype=np.int64)
-    np.add.at(topic_count.reshape(-1), decision.astype(np.int64) * n_topics + topic, size)
-    return BrokerResult(decision, total_rate, topic_rate, created, topic_count, rate * NANOS_PER_SECOND,
-                        topic_count.sum(axis=1), b_rate * NANOS_PER_SECOND)
+    np.add.at(topic_count.reshape(-1), decision.astype(np.int64) * n_topics + order[t], size)
+    return BrokerResult(out_decision, total_rate, topic_rate, created, topic_count,
+                        rate[:, rank] * NANOS_PER_SECOND, topic_count.sum(axis=1),
+                        np.array(b_rate) * NANOS_PER_SECOND)
 
 
 def _decay(broker: np.ndarray, topics: np.ndarray, ticks: int) -> tuple[np.ndarray, np.ndarray]:

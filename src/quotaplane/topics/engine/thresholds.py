@@ -78,6 +78,10 @@ class ThresholdSchedule:
                  (c.threshold is not None) - (c.previous is not None))
                 for seq, c in enumerate(self.changes)]
 
+    def steps(self) -> tuple[list[int], list[int], list[int]]:
+        """When each setting takes effect (ascending), and the explicit sum and count after it."""
+        return list(self._step_times), list(self._step_sums), list(self._step_counts)
+
     def explicit_at(self, topic: str, ts_ms: int) -> int | None:
         """The topic's explicit threshold in force at `ts_ms`, or None."""
         times = self._topic_times.get(topic)

@@ -1,44 +1,85 @@
-"""The small aggregates the topic report needs, computed with Spark and collected (bounded sizes)."""
+"""The small aggregates the topic summary, metrics and report need: one collected aggregate per
+(broker, topic) of the decisions, and the interval series of the topics plotted (bounded sizes).
+
+Both are hash aggregations (fixed-width buffers: the threshold source at the last request is taken
+as a boolean `explicit`), so neither sorts the decisions.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from quotaplane.topics.engine.decision import ACCEPTED, ERROR, THROTTLED
+from quotaplane.topics.engine.decision import DECISIONS, DEFAULT_SHARE, ERROR, EXPLICIT, THROTTLED
 from quotaplane.topics.report import TOP_TOPICS, TopicReportData
 
+OVER_COLUMNS = ("broker_id", "topic", "first_throttled_ms", "last_throttled_ms", "throttled_requests",
+                "throttled_bytes", "accepted_bytes", "max_topic_rate", "min_topic_threshold",
+                "max_topic_threshold", "threshold_source")
+ERROR_COLUMNS = ("broker_id", "topic", "error_requests", "error_bytes", "max_bytes")
+SERIES_COLUMNS = ("interval_start_ms", "broker_id", "topic", "max_topic_rate", "max_topic_threshold",
+                  "throttled_bytes", "accepted_bytes")
 
-def collect_report_data(decisions: DataFrame, intervals: DataFrame, interval_ms: int,
-                        kpis: list[tuple[str, Any]], rejected: list[str],
-                        notes: list[str]) -> TopicReportData:
-    throttled = F.col("decision") == THROTTLED
 
-    def when(cond: Any, value: Any) -> Any:
-        return F.when(cond, value)
+def broker_topic_aggregate(decisions: DataFrame) -> DataFrame:
+    """One row per (broker_id, topic): `<decision>_requests` and `<decision>_bytes` for each
+    decision, first and last throttled time, the highest topic rate, the threshold range, whether
+    the threshold at the last request was `explicit`, and the largest error batch (`max_bytes`)."""
+    def of(decision: str, value: Any) -> Any:
+        return F.when(F.col("decision") == decision, value)
 
-    over = (decisions.groupBy("broker_id", "topic").agg(
-        F.min(when(throttled, F.col("ts_ms"))).alias("first_throttled_ms"),
-        F.max(when(throttled, F.col("ts_ms"))).alias("last_throttled_ms"),
-        F.count(when(throttled, 1)).alias("throttled_requests"),
-        F.coalesce(F.sum(when(throttled, F.col("bytes"))), F.lit(0)).alias("throttled_bytes"),
-        F.coalesce(F.sum(when(F.col("decision") == ACCEPTED, F.col("bytes"))), F.lit(0))
-        .alias("accepted_bytes"),
+    per_decision = [agg for d in DECISIONS for agg in (
+        F.count(of(d, 1)).alias(f"{d}_requests"),
+        F.coalesce(F.sum(of(d, F.col("bytes"))), F.lit(0).cast("long")).alias(f"{d}_bytes"))]
+    return decisions.groupBy("broker_id", "topic").agg(
+        *per_decision,
+        F.min(of(THROTTLED, F.col("ts_ms"))).alias("first_throttled_ms"),
+        F.max(of(THROTTLED, F.col("ts_ms"))).alias("last_throttled_ms"),
         F.max("topic_rate").alias("max_topic_rate"),
         F.min("topic_threshold").alias("min_topic_threshold"),
         F.max("topic_threshold").alias("max_topic_threshold"),
-        F.max_by("threshold_source", "ts_ms").alias("threshold_source"),
-    ).where(F.col("throttled_requests") > 0))
-    over_pd = over.toPandas()
-    errors = (decisions.where(F.col("decision") == ERROR).groupBy("broker_id", "topic").agg(
-        F.count(F.lit(1)).alias("error_requests"), F.sum("bytes").alias("error_bytes"),
-        F.max("bytes").alias("max_bytes"))).toPandas()
-    top = over.orderBy(F.col("throttled_bytes").desc(), "broker_id", "topic").limit(TOP_TOPICS) \
-        .select("broker_id", "topic")
-    series = (intervals.join(F.broadcast(top), ["broker_id", "topic"])
-              .select("interval_start_ms", "broker_id", "topic", "max_topic_rate", "max_topic_threshold",
-                      "throttled_bytes", "accepted_bytes")
-              .orderBy("broker_id", "topic", "interval_start_ms").toPandas())
-    return TopicReportData(kpis, over_pd, errors, series, interval_ms, rejected, notes)
+        F.max_by(F.col("threshold_source") == EXPLICIT, "ts_ms").alias("explicit"),
+        F.max(of(ERROR, F.col("bytes"))).alias("max_bytes"),
+    )
+
+
+def broker_topic_totals(decisions: DataFrame) -> pd.DataFrame:
+    """`broker_topic_aggregate` collected (one job), with `threshold_source` from `explicit`."""
+    totals = broker_topic_aggregate(decisions).toPandas()
+    totals["threshold_source"] = totals["explicit"].map({True: EXPLICIT, False: DEFAULT_SHARE})
+    return totals
+
+
+def decision_counts(totals: pd.DataFrame) -> list[dict[str, Any]]:
+    """`{broker_id, topic, decision, requests, bytes}` per (broker, topic, decision) with requests."""
+    return [{"broker_id": int(r["broker_id"]), "topic": r["topic"], "decision": d,
+             "requests": int(r[f"{d}_requests"]), "bytes": int(r[f"{d}_bytes"])}
+            for r in totals.to_dict("records") for d in DECISIONS if r[f"{d}_requests"]]
+
+
+def collect_report_data(totals: pd.DataFrame, intervals: DataFrame, interval_ms: int,
+                        kpis: list[tuple[str, Any]], rejected: list[str],
+                        notes: list[str]) -> TopicReportData:
+    """The report's data from `broker_topic_totals` and the written intervals (one small job for
+    the series of the `TOP_TOPICS` topics with the most throttled bytes, none when none is)."""
+    over = totals.loc[totals["throttled_requests"] > 0, list(OVER_COLUMNS)].reset_index(drop=True)
+    over = over.astype({"first_throttled_ms": "int64", "last_throttled_ms": "int64"})
+    errors = totals.loc[totals[f"{ERROR}_requests"] > 0].rename(
+        columns={f"{ERROR}_requests": "error_requests", f"{ERROR}_bytes": "error_bytes"})
+    errors = errors[list(ERROR_COLUMNS)].astype({"max_bytes": "int64"}).reset_index(drop=True)
+    top = over.sort_values(["throttled_bytes", "broker_id", "topic"], ascending=[False, True, True]).head(
+        TOP_TOPICS)
+    if len(top):
+        plotted = [(F.col("broker_id") == int(b)) & (F.col("topic") == t)
+                   for b, t in zip(top["broker_id"], top["topic"], strict=True)]
+        keep = plotted[0]
+        for condition in plotted[1:]:
+            keep = keep | condition
+        series = (intervals.where(keep).select(*SERIES_COLUMNS).toPandas()
+                  .sort_values(["broker_id", "topic", "interval_start_ms"]).reset_index(drop=True))
+    else:
+        series = pd.DataFrame({c: [] for c in SERIES_COLUMNS})
+    return TopicReportData(kpis, over, errors, series, interval_ms, rejected, notes)

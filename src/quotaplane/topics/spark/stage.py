@@ -32,9 +32,15 @@ from quotaplane.topics.engine.evaluate import MeterSnapshot
 from quotaplane.topics.metrics import TopicMetrics
 from quotaplane.topics.records import INPUTS
 from quotaplane.topics.report import build_sections
-from quotaplane.topics.spark.evaluate import decisions, evaluate_requests, meters
+from quotaplane.topics.spark.evaluate import (
+    decisions,
+    evaluate_requests,
+    meters,
+    observe_meters,
+    observed_meters,
+)
 from quotaplane.topics.spark.intervals import dropped_log, topic_intervals
-from quotaplane.topics.spark.report_data import collect_report_data
+from quotaplane.topics.spark.report_data import broker_topic_totals, collect_report_data, decision_counts
 
 REQUESTS = INPUTS[0]
 INPUT = REQUESTS.name
@@ -57,7 +63,7 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
     assert path is not None, "the runner runs a stage only when its input is present"
     out = ctx.out_dir
     with ctx.progress.step("topics: read produce requests"):
-        # parsed once and cached: the evaluation scans the requests several times
+        # checked in one scan (a text input is cached: the requests are scanned again to judge them)
         checked = check_once(read_telemetry(ctx.spark, REQUESTS.schema, path), out / "quarantine" / INPUT)
         counts = checked.counts
         as_of = checked.used.agg(F.max("ts_ms")).first()[0] if counts.used else None
@@ -69,22 +75,28 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
         summary["input"] = counts.as_dict()
         return StageResult(NAME, summary, [counts], [], [f"topics: no usable produce request in {path}"])
     with ctx.progress.step("topics: judge requests (meters per broker)"):
-        rows = checked.used.transform(evaluate_requests(config, int(as_of))).persist()
-        _write(decisions(rows), out / "topic_decisions")
-        meter_rows = [MeterSnapshot(**r.asDict()) for r in meters(rows).collect()]
-        _write(meters(rows), out / "topic_meters")
-        rows.unpersist()
+        # one pass of the per-broker groups: the decisions are written, the meters (a few rows per
+        # broker) observed on the way and written from the driver
+        rows = checked.used.transform(evaluate_requests(config, int(as_of)))
+        observed, observation = observe_meters(rows)
+        _write(decisions(observed), out / "topic_decisions")
+        meter_rows = observed_meters(observation)
+        _write(ctx.spark.createDataFrame([tuple(m.as_dict().values()) for m in meter_rows],
+                                         meters(rows).schema), out / "topic_meters")
+        decided_schema = decisions(rows).schema
         checked.release()
-    decided = ctx.spark.read.parquet(str(out / "topic_decisions"))
+    # read back as written (every column nullable, as the tables derived from it have always been)
+    decided = ctx.spark.read.schema(decided_schema).parquet(str(out / "topic_decisions"))
     with ctx.progress.step("topics: intervals and dropped-request log"):
         intervals_path = out / "topic_intervals"
-        _write(decided.transform(topic_intervals(config.interval_ms)), intervals_path)
+        intervals = decided.transform(topic_intervals(config.interval_ms))
+        _write(intervals, intervals_path)
         _write(decided.transform(dropped_log(config.message_max_bytes)), out / "topic_dropped")
-        intervals = ctx.spark.read.parquet(str(intervals_path))
+        intervals = ctx.spark.read.schema(intervals.schema).parquet(str(intervals_path))
     with ctx.progress.step("topics: metrics and report"):
-        by_decision = decided.groupBy("broker_id", "topic", "decision").agg(
-            F.count(F.lit(1)).alias("requests"), F.sum("bytes").alias("bytes")).collect()
-        requests = {(int(r["broker_id"]), r["topic"], r["decision"]): int(r["requests"]) for r in by_decision}
+        totals = broker_topic_totals(decided)
+        by_decision = decision_counts(totals)
+        requests = {(r["broker_id"], r["topic"], r["decision"]): r["requests"] for r in by_decision}
         ctx.registry.register(TopicMetrics(
             meter_rows, requests, {"accepted": len(config.accepted_changes),
                                    "rejected": len(config.rejected_changes)}))
@@ -97,7 +109,7 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
                 ("brokers", summary["brokers"])]
         notes = [] if not counts.quarantined else [
             f"{counts.quarantined} produce request rows were quarantined (quarantine/{INPUT})."]
-        sections = build_sections(collect_report_data(decided, intervals, config.interval_ms, kpis,
+        sections = build_sections(collect_report_data(totals, intervals, config.interval_ms, kpis,
                                                       rejected, notes))
     summary["input"] = counts.as_dict()
     console = [
