@@ -18,12 +18,18 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from quotaplane.clients.engine.evaluate import ClientQuotaEngine
-from quotaplane.clients.engine.intervals import aggregate_intervals, aggregate_standing
+from quotaplane.clients.engine.intervals import IntervalRow, aggregate_intervals, aggregate_standing
 from quotaplane.clients.engine.settings import ClientQuotaSettings
 from quotaplane.clients.engine.storage_factor import FactorTimeline, StorageDecision
-from quotaplane.clients.spark.evaluate import FactorTable, evaluate_requests
-from quotaplane.clients.spark.intervals import interval_rows, standing_rows
-from quotaplane.clients.spark.resolution import quota_table, resolve_quotas
+from quotaplane.clients.spark.evaluate import evaluate_requests
+from quotaplane.clients.spark.groups import FactorTable
+from quotaplane.clients.spark.intervals import (
+    KEY,
+    LAST_FIELDS,
+    STANDING_COLUMNS,
+    interval_rows,
+    standing_rows,
+)
 from tests.clients.scenarios import (
     Scenario,
     configs,
@@ -72,7 +78,7 @@ def reference_tables(run: Run, scenarios: list[Scenario]) -> dict[str, list[dict
     settings_, decisions = run
     fields = request_fields(settings_)
     timeline = FactorTimeline(decisions)
-    expected: dict[str, list[dict]] = {"requests": [], "intervals": [], "standing": []}
+    expected: dict[str, list[dict]] = {"requests": [], "intervals": [], "standing": [], "groups": []}
     for index, scenario in enumerate(scenarios):
         outcomes = ClientQuotaEngine(scenario.config, settings_, timeline).evaluate(scenario.requests)
         expected["requests"] += [{"config_id": index, "_row": position,
@@ -82,8 +88,28 @@ def reference_tables(run: Run, scenarios: list[Scenario]) -> dict[str, list[dict
         expected["intervals"] += [{"config_id": index, **row.as_dict(settings_.quota_value_metric)}
                                   for row in rows_]
         expected["standing"] += [{"config_id": index, **row.as_dict()} for row in aggregate_standing(rows_)]
+        expected["groups"] += [{"config_id": index, **row} for row in group_extras(rows_, settings_)]
     assert len(expected["requests"]) == sum(len(s.requests) for s in scenarios)
     return expected
+
+
+def group_extras(rows_: list[IntervalRow], settings_: ClientQuotaSettings) -> list[dict[str, Any]]:
+    """What the stage collects of each sharing group besides its standing (`standing_rows(extra=True)`):
+    its last interval's gauges and its storage factor figures."""
+    groups: dict[tuple[Any, ...], list[IntervalRow]] = {}
+    for row in rows_:
+        groups.setdefault((row.broker_id, row.quota_type, row.user, row.client_id), []).append(row)
+    out = []
+    for (broker_id, quota_type, user, client_id), members in groups.items():
+        last = max(members, key=lambda r: r.interval_start_ms)
+        below = [r for r in members if r.throttle_factor_min is not None and r.throttle_factor_min < 1.0]
+        factors = [r.throttle_factor_min for r in members if r.throttle_factor_min is not None]
+        out.append({"broker_id": broker_id, "quota_type": quota_type, "user": user, "client_id": client_id,
+                    **{f"last_{name}": getattr(last, name) for name in LAST_FIELDS},
+                    **({"last_quota_value": last.quota_value} if settings_.quota_value_metric else {}),
+                    "factor_min": min(factors) if factors else None, "factor_intervals": len(below),
+                    "throttled_under_factor": sum(r.throttled_requests for r in below)})
+    return out
 
 
 def spark_tables(spark: Any, run: Run, scenarios: list[Scenario]) -> Generator[dict[str, Any]]:
@@ -92,19 +118,20 @@ def spark_tables(spark: Any, run: Run, scenarios: list[Scenario]) -> Generator[d
     rows = [(index, r.ts_ms, r.broker_id, r.user, r.client_id, r.quota_type, r.value, 0, position)
             for index, scenario in enumerate(scenarios) for position, r in enumerate(scenario.requests)]
     requests = spark.createDataFrame(rows, INPUT_SCHEMA)
-    quotas = quota_table(spark, {index: s.config for index, s in enumerate(scenarios)})
-    keys = resolve_quotas(requests, quotas, settings_.storage_combined).cache()
     factors = FactorTable.from_pandas(decisions_frame(decisions))
-    decided = evaluate_requests(requests, keys, settings_, factors).cache()
+    configs = {index: s.config for index, s in enumerate(scenarios)}
+    decided = evaluate_requests(requests, configs, settings_, factors).cache()
     intervals = interval_rows(decided, settings_.interval_ms, settings_.quota_value_metric).cache()
     assert ("quota_value" in decided.columns) == settings_.quota_value_metric
     try:
+        groups = standing_rows(intervals, extra=True)
+        extras = [c for c in groups.columns if c not in STANDING_COLUMNS]
         yield {"requests": decided.select("config_id", "_row", *request_fields(settings_)),
-               "intervals": intervals, "standing": standing_rows(intervals)}
+               "intervals": intervals, "standing": groups.select(*STANDING_COLUMNS),
+               "groups": groups.select(*KEY, *extras)}
     finally:
         decided.unpersist()
         intervals.unpersist()
-        keys.unpersist()
 
 
 ENGINES: Engines[Run, list[Scenario]] = Engines(reference_tables, spark_tables)
@@ -123,8 +150,7 @@ def test_quota_value_column_is_absent_when_disabled(spark) -> None:
 
     requests = spark.createDataFrame([(0, 0, 1, "u", "c", "produce", 1.0, 0, 0)], INPUT_SCHEMA)
     config = ClientQuotaConfig({QuotaEntity(DEFAULT, None): {"producer_byte_rate": 5.0}})
-    keys = resolve_quotas(requests, quota_table(spark, {0: config}), False)
-    out = evaluate_requests(requests, keys, ClientQuotaSettings())
+    out = evaluate_requests(requests, {0: config}, ClientQuotaSettings())
     assert "quota_value" not in out.columns
     assert "quota_value" not in interval_rows(out, 60_000, False).columns
     assert out.where(F.col("recorded")).count() == 1

@@ -18,7 +18,7 @@ from quotaplane.clients.engine.quota_types import QUOTA_TYPES
 from quotaplane.clients.engine.resolution import QuotaResolver
 from quotaplane.clients.engine.settings import ClientQuotaSettings
 from quotaplane.clients.engine.storage_factor import FactorTimeline, StorageDecision
-from quotaplane.clients.spark.evaluate import FactorTable, group_function
+from quotaplane.clients.spark.groups import FactorTable, group_function
 from quotaplane.core.javamath import long_to_int, math_round
 from tests.clients.scenarios import (
     configs,

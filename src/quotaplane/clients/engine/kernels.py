@@ -52,11 +52,12 @@ def segment_starts(t: np.ndarray, window_ms: int) -> np.ndarray:
     jump = np.empty(n + 1, dtype=np.int64)
     jump[:n] = np.searchsorted(t, t + window_ms, side="left")
     jump[n] = n
-    nodes = np.zeros(1, dtype=np.int64)
+    reached = np.zeros(n + 1, dtype=bool)  # the chain from event 0, marked (n: past the end)
+    reached[0] = True
     while jump[0] != n:
-        nodes = np.union1d(nodes, jump[nodes])
+        reached[jump[reached]] = True
         jump = jump[jump]
-    return nodes[nodes < n]
+    return np.flatnonzero(reached[:n])
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 The rules of `quotaplane.clients.engine.intervals`, as aggregations: "at the last request"
 values are `max_by(..., seq)` (seq is the processing order within a sharing group), throttle
-time avg is over throttled requests, sums of recorded units are exact longs.
+time avg is over throttled requests, sums of recorded units are exact longs. Every aggregate
+buffer is fixed-width (no struct, no string), so each is one hash aggregation.
 """
 
 from __future__ import annotations
@@ -58,8 +59,27 @@ def interval_rows(decisions: DataFrame, interval_ms: int, quota_value_metric: bo
     return rows.select(*columns)
 
 
-def standing_rows(intervals: DataFrame) -> DataFrame:
-    """One row per (config, broker, quota type, metric tags) over the whole input."""
+STANDING_COLUMNS = [*KEY, "requests", "violated_requests", "throttled_requests", "throttle_time_total_ms",
+                    "rate_max", "quota_limit_min", "utilisation_max_pct", "standing"]
+# the gauges of a sharing group's last interval (the metrics), besides its standing
+LAST_FIELDS = ["rate", "throttle_time_avg_ms", "quota_limit", "utilisation_pct", "tokens"]
+
+
+def standing_rows(intervals: DataFrame, extra: bool = False) -> DataFrame:
+    """One row per (config, broker, quota type, metric tags) over the whole input (`STANDING_COLUMNS`).
+
+    With `extra`, also what the summary, metrics and report need of each group, in the same
+    aggregation: `last_<field>` of its last interval (`LAST_FIELDS`, and `quota_value` when the
+    intervals have it), `factor_min` (the lowest storage factor), `factor_intervals` (intervals
+    with a factor below 1) and `throttled_under_factor` (requests throttled in those)."""
+    below = F.col("throttle_factor_min") < 1.0
+    last = [*LAST_FIELDS, *(["quota_value"] if "quota_value" in intervals.columns else [])]
+    extras = [
+        *[F.max_by(name, "interval_start_ms").alias(f"last_{name}") for name in last],
+        F.min("throttle_factor_min").alias("factor_min"),
+        F.count(F.when(below, 1)).alias("factor_intervals"),
+        F.sum(F.when(below, F.col("throttled_requests")).otherwise(0)).alias("throttled_under_factor"),
+    ] if extra else []
     rows = intervals.groupBy(*KEY).agg(
         F.sum("requests").alias("requests"),
         F.sum("violated_requests").alias("violated_requests"),
@@ -68,6 +88,7 @@ def standing_rows(intervals: DataFrame) -> DataFrame:
         F.max("rate_max").alias("rate_max"),
         F.min("quota_limit_min").alias("quota_limit_min"),
         F.max("utilisation_max_pct").alias("utilisation_max_pct"),
+        *extras,
     )
     u = F.col("utilisation_max_pct")
     standing = (F.when(u.isNull(), F.lit("unlimited")).when(u > OVER_PCT, F.lit("over"))
