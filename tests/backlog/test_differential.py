@@ -7,6 +7,7 @@ the one differential harness.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,7 +22,8 @@ from quotaplane.backlog.engine.model import Snapshot
 from quotaplane.backlog.engine.stats import namespace_metrics, partitioned_stats, topic_metrics, topic_stats
 from quotaplane.backlog.engine.tables import CHECK_COLUMNS, EVICTION_COLUMNS, check_row, eviction_rows
 from quotaplane.backlog.records import BACKLOG_SNAPSHOTS
-from quotaplane.backlog.spark.evaluate import checks_of, decided_rows, derive, evictions_of
+from quotaplane.backlog.spark import topics as T
+from quotaplane.backlog.spark.evaluate import decided_rows, evaluation
 from quotaplane.core.spark.schemas import spark_schema
 from tests.backlog.strategies import fleet, with_precise
 from tests.support.differential import Engines, assert_engines_agree
@@ -49,18 +51,27 @@ def reference_outputs(tag: str, policies: BacklogPolicies,
 
 
 def spark_frames(tag: str, policies: BacklogPolicies, snapshots: DataFrame) -> dict[str, DataFrame]:
-    # Lazily checkpointed (cached on first use, lineage cut): the outputs of one evaluation share
-    # them inside the single collecting job instead of recomputing every window per output.
-    decided = decided_rows(snapshots, policies).localCheckpoint(eager=False)
-    checks = checks_of(decided).localCheckpoint(eager=False)
-    derived = derive(checks)
-    frames = {"checks": checks.select(*CHECK_FIELDS),
-              "evictions": evictions_of(decided, policies).select(*EVICTION_FIELDS),
-              "stats": derived.topic_stats.select(*STATS_FIELDS),
-              "partitioned": derived.partitioned_stats.select(*STATS_FIELDS),
-              "topic_metrics": derived.topic_metrics.select(*METRIC_FIELDS),
-              "namespace_metrics": derived.namespace_metrics.select(*METRIC_FIELDS)}
+    """The stage's frames: the checks and evictions tables, and the per-topic totals (the stage
+    collects them and builds the stats and metrics in Python, `derived`)."""
+    # Lazily checkpointed (cached on first use, lineage cut), as the stage caches them: the outputs
+    # share them inside the single collecting job instead of recomputing every window per output.
+    result = evaluation(decided_rows(snapshots, policies).localCheckpoint(eager=False))
+    frames = {"checks": result.checks.select(*CHECK_FIELDS),
+              "evictions": result.evictions.select(*EVICTION_FIELDS),
+              "totals": result.totals.select(F.to_json(F.struct("*")).alias("_totals"))}
     return {k: df.select(F.lit(tag).alias("_tag"), *df.columns) for k, df in frames.items()}
+
+
+def derived(tag: str, totals: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The tables the stage builds in Python from the collected per-topic totals."""
+    topics = T.checked(totals)
+    stats = T.topic_stats(topics)
+    metrics = T.topic_metrics(topics)
+    tagged = lambda rows: [{"_tag": tag, **r} for r in rows]  # noqa: E731
+    return {"stats": tagged({k: s[k] for k in STATS_FIELDS} for s in stats),
+            "partitioned": tagged(T.partitioned_stats(stats)),
+            "topic_metrics": tagged(m.__dict__ for m in metrics),
+            "namespace_metrics": tagged(m.__dict__ for m in namespace_metrics(metrics))}
 
 
 def reference_tables(policies: BacklogPolicies, rows: list[Snapshot]) -> dict[str, list[dict[str, Any]]]:
@@ -73,8 +84,9 @@ def reference_tables(policies: BacklogPolicies, rows: list[Snapshot]) -> dict[st
     return expected
 
 
-def spark_tables(spark: Any, policies: BacklogPolicies, rows: list[Snapshot]) -> dict[str, DataFrame]:
-    """Every output of both time-check modes, tagged by mode: one union per output."""
+def spark_tables(spark: Any, policies: BacklogPolicies, rows: list[Snapshot]) -> dict[str, Any]:
+    """Every output of both time-check modes, tagged by mode: one union per output; the per-topic
+    totals are collected first (one job) and turned into the stats and metric tables."""
     df = spark.createDataFrame([tuple(getattr(r, f) for f in FIELDS) for r in rows],
                                spark_schema(BACKLOG_SNAPSHOTS))
     frames: dict[str, DataFrame] = {}
@@ -82,7 +94,24 @@ def spark_tables(spark: Any, policies: BacklogPolicies, rows: list[Snapshot]) ->
         tag = "precise" if precise else "estimate"
         for kind, frame in spark_frames(tag, with_precise(policies, precise), df).items():
             frames[kind] = frame if kind not in frames else frames[kind].unionByName(frame)
-    return frames
+    tables: dict[str, Any] = {k: v for k, v in frames.items() if k != "totals"}
+    totals: dict[str, list[dict[str, Any]]] = {"precise": [], "estimate": []}
+    for row in frames["totals"].collect():
+        totals[row["_tag"]].append(_totals(json.loads(row["_totals"])))
+    for tag, rows_of_tag in totals.items():
+        for kind, out in derived(tag, rows_of_tag).items():
+            tables.setdefault(kind, []).extend(out)
+    return tables
+
+
+def _totals(record: dict[str, Any]) -> dict[str, Any]:
+    """A totals row as the stage's `collect` gives it (`to_json` drops null fields)."""
+    last = record.get("last")
+    names = ("namespace", "partitioned_topic", "backlog_age_seconds", "backlog_size_bytes",
+             "oldest_subscription", "size_limit", "time_limit", "ts_ms")
+    out = {k: record.get(k) for k in ("topic", "ticks", "size_evictions", "time_evictions")}
+    out["last"] = None if last is None else {k: last.get(k) for k in names}
+    return out
 
 
 ENGINES: Engines[BacklogPolicies, list[Snapshot]] = Engines(reference_tables, spark_tables)

@@ -204,12 +204,12 @@ SPARK_KINDS = {"long": "bigint", "int": "int", "double": "double", "string": "st
 
 @pytest.mark.spark
 def test_declared_tables_are_the_batch_stage_tables(spark) -> None:
-    from quotaplane.backlog.spark.evaluate import checks_of, decided_rows, evictions_of
+    from quotaplane.backlog.spark.evaluate import decided_rows, evaluation
     from tests.support.differential import records_frame
 
     frame = records_frame(spark, [as_row(snap(size=5000))], BACKLOG_SNAPSHOTS)
-    decided = decided_rows(frame, CONFIG)
-    written = {CHECKS: checks_of(decided), EVICTIONS: evictions_of(decided, CONFIG)}
+    result = evaluation(decided_rows(frame, CONFIG))
+    written = {CHECKS: result.checks, EVICTIONS: result.evictions}
     for table in INC.tables:
         schema = written[table.name].schema
         assert [(f.name, f.dataType.simpleString()) for f in schema.fields] == \

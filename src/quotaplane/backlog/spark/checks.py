@@ -1,36 +1,30 @@
 """The check of every (tick, topic): `DataFrame -> DataFrame` transforms (spec: Backlog Quota
 Eviction in the Broker; rules in `quotaplane.backlog.engine.checks`).
 
-`rank_subscriptions` orders the subscriptions of each (tick, topic) so the first holds the oldest
-unacknowledged message (ties: larger backlog, then subscription name) and copies that
-subscription's values to every row of the group (one window, no join). `decide` adds the topic
-backlog, its age, the exceeded quota and the action; `topic_rows` keeps one row per (tick, topic).
+The rows are every snapshot of a (tick, topic), used (`used()`) or quarantined. The used
+subscription holding the oldest unacknowledged message (ties: larger backlog, then subscription
+name) is the minimum of `oldest_value` over the tick's used rows, an unordered window (the stage
+computes it, `quotaplane.backlog.spark.evaluate`); `with_oldest` copies its values to every row.
+`decide` adds the topic backlog, its age, the exceeded quota and the action; `topic_rows` keeps the
+one row per (tick, topic) that holds its check (`_rank1`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from quotaplane.backlog.config import CONSUMER_BACKLOG_EVICTION, PRODUCER_EXCEPTION, PRODUCER_REQUEST_HOLD
 from quotaplane.backlog.engine.model import SIZE, TIME
+from quotaplane.core.spark.readers import REASON
 
 
-def slowest_first() -> tuple[Column, ...]:
-    """The slowest cursor first (`oldest.oldest_key`): oldest publish time first (no backlog last),
-    then the larger backlog, then the name."""
-    return (F.col("oldest_unacked_publish_ts_ms").asc_nulls_last(), F.col("backlog_size_bytes").desc(),
-            F.col("subscription").asc())
+def used() -> Column:
+    """The row passed every rule (row and group rules): it takes part in its tick's check."""
+    return F.col(REASON).isNull()
 
-_OLDEST = {
-    "_o_publish": "oldest_unacked_publish_ts_ms",
-    "_o_close": "oldest_unacked_ledger_close_ts_ms",
-    "_o_size": "backlog_size_bytes",
-    "_o_entries": "backlog_entries",
-    "_o_subscription": "subscription",
-}
 
 # The per-(tick, topic) columns, with their public names.
 TOPIC_COLUMNS = (
@@ -41,24 +35,41 @@ TOPIC_COLUMNS = (
 )
 
 
+def slowest_key() -> Column:
+    """The slowest cursor first (`oldest.oldest_key`) as one orderable struct: oldest publish time
+    first (no backlog last), then the larger backlog (sizes are never negative), then the name;
+    unique among the used rows of a tick (a subscription seen twice is quarantined)."""
+    publish = F.col("oldest_unacked_publish_ts_ms")
+    return F.struct(publish.isNull().alias("none"), publish.alias("publish"),
+                    (-F.col("backlog_size_bytes")).alias("size"), F.col("subscription").alias("name"))
+
+
 def whole_seconds() -> Column:
     """`_elapsed_ms` in whole seconds truncated toward zero, like Java's `toSeconds`: Spark's
     integral `div` of longs (null stays null)."""
     return F.expr("_elapsed_ms div 1000")
 
 
-def rank_subscriptions(df: DataFrame) -> DataFrame:
-    """Add `_rank` (1 = the oldest subscription) and the oldest subscription's values `_o_*`."""
-    ordered = Window.partitionBy("ts_ms", "topic").orderBy(*slowest_first())
-    whole = ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    out = df.withColumn("_rank", F.row_number().over(ordered))
-    for alias, column in _OLDEST.items():
-        out = out.withColumn(alias, F.first(F.col(column)).over(whole))
-    return out
+def oldest_value() -> Column:
+    """What a tick keeps of its slowest subscription: the minimum of this struct over the tick's
+    used rows (`slowest_key` first) is that subscription's."""
+    return F.struct(slowest_key().alias("key"), F.col("oldest_unacked_ledger_close_ts_ms").alias("close"),
+                    F.col("backlog_size_bytes").alias("size"), F.col("backlog_entries").alias("entries"))
+
+
+def with_oldest(df: DataFrame) -> DataFrame:
+    """From `_o` (the minimum of `oldest_value` over the tick's used rows): the oldest subscription's
+    values `_o_*` and `_rank1` (the used row holding it, one per (tick, topic) with used rows)."""
+    return (df.select("*", F.col("_o.key.publish").alias("_o_publish"), F.col("_o.close").alias("_o_close"),
+                      F.col("_o.size").alias("_o_size"), F.col("_o.entries").alias("_o_entries"),
+                      F.col("_o.key.name").alias("_o_subscription"))
+            .withColumn("_rank1", F.coalesce(used() & (F.col("subscription") == F.col("_o_subscription")),
+                                             F.lit(False)))
+            .drop("_o"))
 
 
 def decide(precise: bool) -> Callable[[DataFrame], DataFrame]:
-    """Topic backlog, age, size check first then time check, action (needs `rank_subscriptions`)."""
+    """Topic backlog, age, size check first then time check, action (needs `with_oldest`)."""
 
     def transform(df: DataFrame) -> DataFrame:
         has_oldest = F.col("_o_publish").isNotNull()
@@ -94,7 +105,7 @@ def decide(precise: bool) -> Callable[[DataFrame], DataFrame]:
     return transform
 
 
-def topic_rows(df: DataFrame) -> DataFrame:
-    """One row per (tick, topic): the decided rows of rank 1."""
+def topic_rows(df: DataFrame, *more: str) -> DataFrame:
+    """One row per (tick, topic): the decided rows of `_rank1`, the `TOPIC_COLUMNS` and `more`."""
     columns = [F.col(c[0]).alias(c[1]) if isinstance(c, tuple) else F.col(c) for c in TOPIC_COLUMNS]
-    return df.where(F.col("_rank") == 1).select(*columns)
+    return df.where(F.col("_rank1")).select(*columns, *more)

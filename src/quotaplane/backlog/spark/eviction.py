@@ -1,8 +1,10 @@
 """What each eviction run would evict, per subscription (rules and estimates:
 `quotaplane.backlog.engine.eviction`, docs/backlog.md).
 
-Works on the decided, ranked rows of `checks` (every subscription row carries its topic's
-decision), so the precise time path can look at every subscription with no join. Columns:
+`with_evictions` works on the decided rows (every subscription row carries its topic's decision,
+see `quotaplane.backlog.spark.checks`) and adds, per row, what an eviction run takes from that
+subscription: a row is evicted by at most one quota type (the one exceeded), so no join or union
+is needed. `eviction_rows` keeps the evicted rows with the table's columns:
 `ts_ms, topic, quota_type, subscription, entries, bytes`.
 """
 
@@ -10,15 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from quotaplane.backlog.engine.eviction import REDUCTION_FACTOR
 from quotaplane.backlog.engine.model import SIZE, TIME
-from quotaplane.backlog.spark.checks import slowest_first
+from quotaplane.backlog.spark.checks import slowest_key, used
 from quotaplane.core.javamath import double_to_int, double_to_long
 
 COLUMNS = ("ts_ms", "topic", "quota_type", "subscription", "entries", "bytes")
+EVICTION_COLUMNS = ("_ev_type", "_ev_subscription", "_ev_entries", "_ev_bytes")
 
 
 def eviction_target(limit: Column) -> Column:
@@ -26,73 +29,74 @@ def eviction_target(limit: Column) -> Column:
     return double_to_long.column(F.lit(REDUCTION_FACTOR) * limit.cast("double"))
 
 
-def _older_than(cutoff: Column, publish: Column, entries: Column, size: Column) -> tuple[Column, Column]:
-    fraction = (cutoff - publish).cast("double") / (F.col("ts_ms") - publish).cast("double")
-    later = cutoff <= publish
-    zero = F.lit(0).cast("long")
-    return (
-        F.when(later, zero).otherwise(double_to_int.column(fraction * entries.cast("double"))),
-        F.when(later, zero).otherwise(double_to_long.column(fraction * size.cast("double"))),
-    )
+def estimate_expired() -> Column:
+    """Estimate mode: the subscription's oldest message sits in a closed ledger past the limit."""
+    close = F.col("oldest_unacked_ledger_close_ts_ms")
+    expired = (F.col("oldest_unacked_publish_ts_ms").isNotNull() & (close > 0)
+               & (F.col("ts_ms") - close > F.col("time_limit") * 1000))
+    return F.coalesce(expired, F.lit(False))
 
 
-def evictions(precise: bool) -> Callable[[DataFrame], DataFrame]:
-    """`decided.transform(evictions(precise))`: one row per (tick, topic, subscription) evicted."""
+def with_evictions(precise: bool) -> Callable[[DataFrame], DataFrame]:
+    """`decided.transform(with_evictions(precise))`: add `EVICTION_COLUMNS` (`_ev_type` null when
+    the row's subscription is not evicted). In estimate mode the rows need `_stop`: the minimum
+    of `slowest_key` over the tick's used rows that are not `estimate_expired`.
+
+    Every intermediate value is a column of its own, used by name: inlined, the Java casts (each
+    repeats its argument) would multiply into generated code too large for the JIT to compile."""
 
     def transform(df: DataFrame) -> DataFrame:
-        runs = df.where(F.col("eviction_run"))
-        # Size: the first skip on the slowest cursor.
         size, entries = F.col("topic_backlog_size_bytes"), F.col("topic_backlog_entries")
-        target = eviction_target(F.col("size_limit"))
-        skip = F.when(size > target, double_to_int.column(
-            (size - target).cast("double") * entries.cast("double") / size.cast("double")))
-        by_size = (
-            runs.where((F.col("exceeded") == SIZE) & (F.col("_rank") == 1))
-            .withColumn("entries", skip)
-            .withColumn("bytes", size - target)
-            .where(F.col("entries") > 0)
-            .select(
-                "ts_ms",
-                "topic",
-                F.lit(SIZE).alias("quota_type"),
-                F.col("oldest_subscription").alias("subscription"),
-                "entries",
-                "bytes",
-            )
-        )
-        # Time.
-        time_runs = runs.where(F.col("exceeded") == TIME)
+        publish = F.col("oldest_unacked_publish_ts_ms")
         if precise:
-            target_ms = eviction_target(F.col("time_limit")) * 1000
-            publish = F.col("oldest_unacked_publish_ts_ms")
-            hit = time_runs.where(publish.isNotNull() & (F.col("ts_ms") > publish + target_ms))
-            ev_entries, ev_bytes = _older_than(
-                F.col("ts_ms") - target_ms, publish, F.col("backlog_entries"), F.col("backlog_size_bytes")
-            )
-            subscription = F.col("subscription")
+            # every subscription whose oldest message is older than the target age
+            cutoff = F.col("ts_ms") - F.col("_target_ms")
+            time_hit = publish.isNotNull() & (F.col("ts_ms") > publish + F.col("_target_ms"))
+            df = df.withColumn("_target_ms", eviction_target(F.col("time_limit")) * 1000)
         else:
-            # the slowest cursors, in order, as long as each sits in a closed ledger past the limit
-            close = F.col("oldest_unacked_ledger_close_ts_ms")
-            publish = F.col("oldest_unacked_publish_ts_ms")
-            expired = (publish.isNotNull() & (close > 0)
-                       & (F.col("ts_ms") - close > F.col("time_limit") * 1000))
-            so_far = Window.partitionBy("ts_ms", "topic").orderBy(*slowest_first()).rowsBetween(
-                Window.unboundedPreceding, Window.currentRow)
-            hit = (time_runs.withColumn("_moved", F.min(F.coalesce(expired, F.lit(False)).cast("int"))
-                                        .over(so_far) == 1)
-                   .where(F.col("_moved")))
-            ev_entries, ev_bytes = _older_than(
-                F.col("ts_ms") - F.col("time_limit") * 1000, publish, F.col("backlog_entries"),
-                F.col("backlog_size_bytes"))
-            subscription = F.col("subscription")
-        by_time = hit.select(
-            "ts_ms",
-            "topic",
-            F.lit(TIME).alias("quota_type"),
-            subscription.alias("subscription"),
-            ev_entries.alias("entries"),
-            ev_bytes.alias("bytes"),
-        )
-        return by_size.unionByName(by_time)
+            # the slowest cursors, in order, as long as each sits in a closed ledger past the limit:
+            # every used subscription slower than the slowest one that is not expired (`_stop`)
+            cutoff = F.col("ts_ms") - F.col("time_limit") * 1000
+            time_hit = estimate_expired() & (F.col("_stop").isNull() | (slowest_key() < F.col("_stop")))
+        # the share of the subscription's backlog published before the cutoff (`f` in docs/backlog.md)
+        fraction = (F.col("_cutoff") - publish).cast("double") / (F.col("ts_ms") - publish).cast("double")
+        later = F.col("_cutoff") <= publish
+        zero = F.lit(0).cast("long")
+        run = used() & F.col("eviction_run")
+        out = (df
+               .withColumn("_target", eviction_target(F.col("size_limit")))
+               .withColumn("_cutoff", cutoff)
+               # Size: the first skip on the slowest cursor.
+               .withColumn("_skip", F.when(size > F.col("_target"), double_to_int.column(
+                   (size - F.col("_target")).cast("double") * entries.cast("double") / size.cast("double"))))
+               .withColumn("_by_size", F.coalesce(F.col("_rank1") & run & (F.col("exceeded") == SIZE)
+                                                  & (F.col("_skip") > 0), F.lit(False)))
+               .withColumn("_by_time", F.coalesce(run & (F.col("exceeded") == TIME) & time_hit,
+                                                  F.lit(False)))
+               # only where it is used (ANSI mode fails a division by zero)
+               .withColumn("_fraction", F.when(F.col("_by_time") & ~later, fraction)))
+        by_size, by_time = F.col("_by_size"), F.col("_by_time")
+        time_entries = F.when(later, zero).otherwise(
+            double_to_int.column(F.col("_fraction") * F.col("backlog_entries").cast("double")))
+        time_bytes = F.when(later, zero).otherwise(
+            double_to_long.column(F.col("_fraction") * F.col("backlog_size_bytes").cast("double")))
+        out = (out
+               .withColumn("_ev_type", F.when(by_size, F.lit(SIZE)).when(by_time, F.lit(TIME)))
+               .withColumn("_ev_subscription", F.when(by_size, F.col("oldest_subscription"))
+                           .when(by_time, F.col("subscription")))
+               .withColumn("_ev_entries", F.when(by_size, F.col("_skip")).when(by_time, time_entries))
+               .withColumn("_ev_bytes", F.when(by_size, size - F.col("_target")).when(by_time, time_bytes)))
+        return out.drop("_target", "_cutoff", "_fraction", "_skip", "_by_size", "_by_time",
+                        *(("_target_ms",) if precise else ("_stop",)))
 
     return transform
+
+
+def eviction_rows(df: DataFrame) -> DataFrame:
+    """One row per (tick, topic, subscription) evicted (needs `with_evictions`)."""
+    return df.where(F.col("_ev_type").isNotNull()).select(
+        "ts_ms", "topic",
+        # never null here; coalesced so that the column stays non-nullable, as the table had it
+        F.coalesce(F.col("_ev_type"), F.lit(SIZE)).alias("quota_type"),
+        F.col("_ev_subscription").alias("subscription"),
+        F.col("_ev_entries").alias("entries"), F.col("_ev_bytes").alias("bytes"))

@@ -1,36 +1,65 @@
 """Attaching the quotas in force to each snapshot: topic over namespace over broker, per type.
 
-The namespace and topic quotas of the configuration become two small broadcast tables; the
-broker defaults are literals. Partitions look up topic quotas under their partitioned topic.
-Adds `namespace`, `size_limit`, `size_policy`, `size_level`, `time_limit`, `time_policy`,
-`time_level` (limits as long).
+The namespace and topic quotas of the configuration are looked up by key: a literal map (one JSON
+literal) in the expression when the level has at most `MAP_LOOKUP_MAX` entries (no extra Spark job,
+no join; the common case), otherwise a small broadcast table joined on the key (a lookup in a
+literal map scans its keys). The broker defaults are literals. Partitions look up topic quotas under their
+partitioned topic. Adds `namespace`, `size_limit`, `size_policy`, `size_level`, `time_limit`,
+`time_policy`, `time_level` (limits as long).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 
-from pyspark.sql import Column, DataFrame, SparkSession
+import pandas as pd
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from quotaplane.backlog.config import BacklogPolicies, QuotaSet
 from quotaplane.backlog.names import NAMESPACE_PATTERN_JAVA
 
+MAP_LOOKUP_MAX = 64
+_WHAT = (("size_limit", T.LongType()), ("size_policy", T.StringType()), ("time_limit", T.LongType()),
+         ("time_policy", T.StringType()))
+_MAP_TYPE = T.MapType(T.StringType(), T.StructType([T.StructField(w, t, True) for w, t in _WHAT]))
 
-def _quota_table(spark: SparkSession, key: str, prefix: str, quotas: Mapping[str, QuotaSet]) -> DataFrame:
-    schema = T.StructType([
-        T.StructField(key, T.StringType(), False),
-        T.StructField(f"{prefix}_size_limit", T.LongType(), True),
-        T.StructField(f"{prefix}_size_policy", T.StringType(), True),
-        T.StructField(f"{prefix}_time_limit", T.LongType(), True),
-        T.StructField(f"{prefix}_time_policy", T.StringType(), True),
-    ])
-    rows = [(name,
-             q.size.limit if q.size else None, q.size.policy if q.size else None,
-             q.time.limit if q.time else None, q.time.policy if q.time else None)
-            for name, q in sorted(quotas.items())]
-    return spark.createDataFrame(rows, schema)
+
+def _values(q: QuotaSet) -> tuple[int | None, str | None, int | None, str | None]:
+    return (q.size.limit if q.size else None, q.size.policy if q.size else None,
+            q.time.limit if q.time else None, q.time.policy if q.time else None)
+
+
+def _by_map(df: DataFrame, key: Column, prefix: str, quotas: Mapping[str, QuotaSet]) -> DataFrame:
+    """Add `{prefix}_size_limit`, ... from a literal map keyed by `key` (null when absent): one JSON
+    literal parsed once (constant-folded), whatever the number of entries."""
+    if not quotas:
+        return df.select("*", *[F.expr(f"CAST(NULL AS {t.simpleString()})").alias(f"{prefix}_{w}")
+                                for w, t in _WHAT])
+    text = json.dumps({name: dict(zip((w for w, _ in _WHAT), _values(q), strict=True))
+                       for name, q in sorted(quotas.items())})
+    found = F.from_json(F.lit(text), _MAP_TYPE.simpleString())[key]
+    return df.select("*", *[found[w].alias(f"{prefix}_{w}") for w, _ in _WHAT])
+
+
+def _by_join(df: DataFrame, key: str, prefix: str, quotas: Mapping[str, QuotaSet]) -> DataFrame:
+    """Add the same columns with a broadcast join of a small local table on column `key`."""
+    columns = {key: pd.Series(sorted(quotas), dtype="object")}
+    for i, (w, t) in enumerate(_WHAT):
+        values = [_values(quotas[name])[i] for name in sorted(quotas)]
+        columns[f"{prefix}_{w}"] = pd.Series(values, dtype="Int64" if isinstance(t, T.LongType) else "object")
+    schema = T.StructType([T.StructField(key, T.StringType(), False),
+                           *[T.StructField(f"{prefix}_{w}", t, True) for w, t in _WHAT]])
+    table = df.sparkSession.createDataFrame(pd.DataFrame(columns), schema)
+    return df.join(F.broadcast(table), on=key, how="left")
+
+
+def _lookup(df: DataFrame, key: str, prefix: str, quotas: Mapping[str, QuotaSet]) -> DataFrame:
+    if len(quotas) <= MAP_LOOKUP_MAX:
+        return _by_map(df, F.col(key), prefix, quotas)
+    return _by_join(df, key, prefix, quotas)
 
 
 def namespace_col(topic: Column) -> Column:
@@ -41,15 +70,11 @@ def attach_quotas(policies: BacklogPolicies) -> Callable[[DataFrame], DataFrame]
     """`df.transform(attach_quotas(policies))`."""
 
     def transform(df: DataFrame) -> DataFrame:
-        spark = df.sparkSession
         defaults = policies.broker.default_quotas
-        topics = _quota_table(spark, "_policy_topic", "t", policies.topics)
-        namespaces = _quota_table(spark, "namespace", "n", policies.namespaces)
-        joined = (df.withColumn("namespace", namespace_col(F.col("topic")))
-                  .withColumn("_policy_topic", F.coalesce(F.col("partitioned_topic"), F.col("topic")))
-                  .join(F.broadcast(topics), on="_policy_topic", how="left")
-                  .join(F.broadcast(namespaces), on="namespace", how="left"))
-        out = joined
+        keyed = (df.withColumn("namespace", namespace_col(F.col("topic")))
+                 .withColumn("_policy_topic", F.coalesce(F.col("partitioned_topic"), F.col("topic"))))
+        out = _lookup(keyed, "_policy_topic", "t", policies.topics)
+        out = _lookup(out, "namespace", "n", policies.namespaces)
         for kind, quota in (("size", defaults.size), ("time", defaults.time)):
             assert quota is not None
             t_limit, n_limit = F.col(f"t_{kind}_limit"), F.col(f"n_{kind}_limit")
@@ -59,8 +84,7 @@ def attach_quotas(policies: BacklogPolicies) -> Callable[[DataFrame], DataFrame]
                    .withColumn(f"{kind}_policy", F.coalesce(t_policy, n_policy, F.lit(quota.policy)))
                    .withColumn(f"{kind}_level", F.when(t_limit.isNotNull(), F.lit("topic"))
                                .when(n_limit.isNotNull(), F.lit("namespace")).otherwise(F.lit("broker"))))
-        quota_columns = [f"{level}_{kind}_{what}" for level in "tn" for kind in ("size", "time")
-                  for what in ("limit", "policy")]
+        quota_columns = [f"{level}_{w}" for level in "tn" for w, _ in _WHAT]
         return out.drop(*quota_columns, "_policy_topic")
 
     return transform

@@ -10,32 +10,41 @@ under `ctx.out_dir`:
 It registers the PIP-323 metrics in `ctx.registry`, and provides `BacklogChecks` (the checks read
 back from Parquet) to later stages.
 
+The whole evaluation is one pass over the snapshots (one shuffle by topic, one sort; see
+`quotaplane.backlog.spark.evaluate`), cached: the first action collects one small row per topic
+(row counts, check counts, eviction totals, each topic's last check), from which the read counts,
+summary, topic stats, metrics and report table are built in Python; the two big tables are written
+from the cache; the report's series and holders are one more small aggregation of the checks.
+Only when rows were quarantined is the input read again, to write them with their original text.
+
 One observation of `pulsar_storage_backlog_quota_check_duration_seconds` is the wall-clock time
-of the Spark actions that evaluate every check of the run: materialising the per-tick checks
-and the eviction rows (both cached, so the writes that follow reuse them).
+of the Spark action that evaluates every check of the run (materialising the cached rows that the
+checks and evictions are written from).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from quotaplane.backlog.config import BacklogPolicies
 from quotaplane.backlog.engine.model import SIZE, TIME
-from quotaplane.backlog.engine.stats import TopicMetrics
+from quotaplane.backlog.engine.stats import namespace_metrics
 from quotaplane.backlog.metrics import BacklogMetrics
 from quotaplane.backlog.outputs import BacklogChecks
 from quotaplane.backlog.report import build_sections
-from quotaplane.backlog.spark.evaluate import checks_of, decided_rows, derive, evictions_of
-from quotaplane.backlog.spark.reader import read_snapshots
-from quotaplane.backlog.spark.report_data import collect_report_data
+from quotaplane.backlog.spark import topics as T
+from quotaplane.backlog.spark.evaluate import decided_rows, evaluation
+from quotaplane.backlog.spark.reader import read_rows, with_group_reasons
+from quotaplane.backlog.spark.report_data import PLOTTED_TOPICS, report_data, series, tick_count, topic_table
 from quotaplane.core.policy import Outputs, StageContext, StageResult
-from quotaplane.core.spark.readers import check_once
+from quotaplane.core.spark.readers import REASON, ReadCounts, ReadResult
 
 INPUT = "backlog_snapshots"
 NAME = "backlog"
@@ -45,34 +54,32 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
     """Evaluate the backlog quotas of the run; provide `BacklogChecks` in `outputs`."""
     path = ctx.find_input(INPUT)
     assert path is not None, "the runner runs a stage only when its input is present"
-    with ctx.progress.step("backlog: read snapshots"):
-        # checked once and cached (the group rules are window functions): the checks and the
-        # evictions both read the snapshots
-        snapshots = check_once(read_snapshots(ctx.spark, path), ctx.out_dir / "quarantine" / INPUT,
-                               cache=True)
-        counts = snapshots.counts
-    decided = decided_rows(snapshots.used, policies)
-    checks = checks_of(decided).cache()
-    evictions = evictions_of(decided, policies).cache()
-    with ctx.progress.step("backlog: check every tick"):
+    with ctx.progress.step("backlog: read snapshots and check every tick"):
+        read = read_rows(ctx.spark, path)
+        rows = decided_rows(read.checked.select(*read.schema.field_names, REASON), policies)
+        result = evaluation(rows.persist(StorageLevel.MEMORY_AND_DISK))
         start = time.perf_counter()
-        checks.count()
-        evictions.count()
+        totals = [r.asDict(recursive=True) for r in result.totals.collect()]
         duration = time.perf_counter() - start
-    snapshots.release()
-    derived = derive(checks)
+        counts = _counts(read, totals)
+        topics = T.checked(totals)
     with ctx.progress.step("backlog: write tables"):
-        _write(checks, ctx.out_dir / "backlog_checks")
-        _write(evictions, ctx.out_dir / "backlog_evictions")
-        stats = derived.topic_stats.orderBy("topic").collect()
-        parts = derived.partitioned_stats.orderBy("topic").collect()
-        _write(derived.topic_stats, ctx.out_dir / "backlog_topic_stats")
-        _write(derived.partitioned_stats, ctx.out_dir / "backlog_partitioned_stats")
+        _write(result.checks, ctx.out_dir / "backlog_checks")
+        _write(result.evictions, ctx.out_dir / "backlog_evictions")
+        _write_quarantine(read, counts, ctx.out_dir / "quarantine" / INPUT)
+        stats = T.topic_stats(topics)
+        parts = T.partitioned_stats(stats)
+        _write(T.frame(ctx.spark, stats, T.TOPIC_STATS_SCHEMA), ctx.out_dir / "backlog_topic_stats")
+        _write(T.frame(ctx.spark, parts, T.PARTITIONED_STATS_SCHEMA),
+               ctx.out_dir / "backlog_partitioned_stats")
         _write_stats_json(stats, parts, ctx.out_dir / "backlog_topic_stats.json")
     with ctx.progress.step("backlog: metrics and report"):
-        metrics = _metrics(derived.topic_metrics, derived.namespace_metrics, policies, duration)
-        ctx.registry.register(metrics)
-        summary = _summary(checks, evictions, policies, duration, len(parts))
+        ctx.registry.register(_metrics(topics, policies, duration))
+        table = topic_table(topics)
+        lo = min((t["first_ts"] for t in topics), default=0)
+        hi = max((t["last"]["ts_ms"] for t in topics), default=0)
+        aggregates = series(result.checks, lo, hi, list(table["topic"].head(PLOTTED_TOPICS)))
+        summary = _summary(totals, tick_count(aggregates), policies, duration, len(parts))
         kpis = [("check ticks", summary["ticks"]), ("topics", summary["topics"]),
                 ("size exceeded (topic-ticks)", summary["size_exceeded"]),
                 ("time exceeded (topic-ticks)", summary["time_exceeded"]),
@@ -80,7 +87,8 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
                 ("check duration (s)", round(duration, 2))]
         notes = [] if not counts.quarantined else [
             f"{counts.quarantined} snapshot rows were quarantined (quarantine/{INPUT})."]
-        sections = build_sections(collect_report_data(checks, kpis, notes))
+        sections = build_sections(report_data(table, aggregates, kpis, notes))
+    rows.unpersist()
     summary["input"] = counts.as_dict()
     outputs.provide(BacklogChecks(ctx.spark.read.parquet(str(ctx.out_dir / "backlog_checks"))))
     console = [
@@ -92,55 +100,57 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
     return StageResult(NAME, summary, [counts], sections, console)
 
 
+def _counts(read: ReadResult, totals: list[T.Totals]) -> ReadCounts:
+    """read/used/quarantined, added up from the per-topic totals (group rules included)."""
+    n_read = sum(t["read"] for t in totals)
+    used = sum(t["used"] for t in totals)
+    return ReadCounts(read.source, n_read, used, n_read - used, read.skipped)
+
+
 def _write(df: DataFrame, path: Path) -> None:
     df.write.mode("overwrite").parquet(str(path))
 
 
-def _write_stats_json(stats: list[Any], parts: list[Any], path: Path) -> None:
-    fields = ("backlogQuotaLimitSize", "backlogQuotaLimitTime", "oldestBacklogMessageAgeSeconds",
-              "oldestBacklogMessageSubscriptionName")
+def _write_quarantine(read: ReadResult, counts: ReadCounts, path: Path) -> None:
+    """The quarantined rows with their original text, only when there are some (the input is read
+    again for them); a stale quarantine from an earlier run into the same directory is removed."""
+    if counts.quarantined:
+        _write(with_group_reasons(read).quarantined, path)
+    elif path.exists():
+        shutil.rmtree(path)
+
+
+def _write_stats_json(stats: list[dict[str, Any]], parts: list[dict[str, Any]], path: Path) -> None:
     document = {
-        "topics": {r["topic"]: {f: r[f] for f in fields} for r in stats},
-        "partitionedTopics": {r["topic"]: {f: r[f] for f in fields} for r in parts},
+        "topics": {r["topic"]: {f: r[f] for f in T.STATS_FIELDS} for r in stats},
+        "partitionedTopics": {r["topic"]: {f: r[f] for f in T.STATS_FIELDS} for r in parts},
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 
 
-def _rows(df: DataFrame) -> list[TopicMetrics]:
-    return [TopicMetrics(**r.asDict()) for r in df.orderBy("namespace", "topic").collect()]
-
-
-def _metrics(topic_metrics: DataFrame, namespace_metrics: DataFrame, policies: BacklogPolicies,
-             duration: float) -> BacklogMetrics:
-    """Per-topic rows when topic-level metrics are on; otherwise only the namespace rows are
-    collected (the broker totals are the sums of either)."""
+def _metrics(topics: list[T.Totals], policies: BacklogPolicies, duration: float) -> BacklogMetrics:
+    """Per-topic rows when topic-level metrics are on; the namespace rows and broker totals always."""
     broker = policies.broker
-    namespaces = _rows(namespace_metrics)
+    per_topic = T.topic_metrics(topics)
+    namespaces = namespace_metrics(per_topic)
     totals = {SIZE: sum(n.size_evictions for n in namespaces),
               TIME: sum(n.time_evictions for n in namespaces)}
-    topics = _rows(topic_metrics) if broker.expose_topic_level_metrics else []
-    return BacklogMetrics(broker.cluster_name, broker.expose_topic_level_metrics, topics, [duration],
+    return BacklogMetrics(broker.cluster_name, broker.expose_topic_level_metrics,
+                          per_topic if broker.expose_topic_level_metrics else [], [duration],
                           namespaces=namespaces, broker_totals=totals)
 
 
-def _summary(checks: DataFrame, evictions: DataFrame, policies: BacklogPolicies, duration: float,
+def _summary(totals: list[T.Totals], ticks: int, policies: BacklogPolicies, duration: float,
              partitioned_topics: int) -> dict[str, Any]:
-    row = checks.agg(
-        F.count(F.lit(1)).alias("checks"), F.countDistinct("ts_ms").alias("ticks"),
-        F.countDistinct("topic").alias("topics"),
-        F.count(F.when(F.col("exceeded") == SIZE, 1)).alias("size_exceeded"),
-        F.count(F.when(F.col("exceeded") == TIME, 1)).alias("time_exceeded"),
-        F.count(F.when(F.col("eviction_run") & (F.col("exceeded") == SIZE), 1)).alias("size_evictions"),
-        F.count(F.when(F.col("eviction_run") & (F.col("exceeded") == TIME), 1)).alias("time_evictions"),
-        F.count(F.when(F.col("producers") == "held", 1)).alias("producers_held"),
-        F.count(F.when(F.col("producers") == "failed", 1)).alias("producers_failed"),
-    ).first()
-    ev = evictions.agg(F.coalesce(F.sum("entries"), F.lit(0)).alias("entries"),
-                       F.coalesce(F.sum("bytes"), F.lit(0)).alias("bytes")).first()
-    out: dict[str, Any] = {k: int(v) for k, v in row.asDict().items()}
-    out.update(partitioned_topics=partitioned_topics, evicted_entries_estimate=int(ev["entries"]),
-               evicted_bytes_estimate=int(ev["bytes"]), check_duration_seconds=round(duration, 3),
-               precise_time_check=policies.broker.precise_time_check,
-               topic_level_metrics=policies.broker.expose_topic_level_metrics)
-    return out
+    def total(name: str) -> int:
+        return sum(t[name] or 0 for t in totals)
+
+    return {"checks": total("ticks"), "ticks": ticks, "topics": sum(1 for t in totals if t["ticks"]),
+            "size_exceeded": total("size_exceeded"), "time_exceeded": total("time_exceeded"),
+            "size_evictions": total("size_evictions"), "time_evictions": total("time_evictions"),
+            "producers_held": total("producers_held"), "producers_failed": total("producers_failed"),
+            "partitioned_topics": partitioned_topics, "evicted_entries_estimate": total("evicted_entries"),
+            "evicted_bytes_estimate": total("evicted_bytes"), "check_duration_seconds": round(duration, 3),
+            "precise_time_check": policies.broker.precise_time_check,
+            "topic_level_metrics": policies.broker.expose_topic_level_metrics}

@@ -1,0 +1,97 @@
+"""What each topic adds up to, in Python: the stage collects one small row per topic
+(`quotaplane.backlog.spark.stats.topic_totals`) and builds from them the topic stats, partitioned
+stats, metric rows and summary counts (rules: `quotaplane.backlog.engine.stats`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from quotaplane.backlog.engine.stats import UNKNOWN_AGE, TopicMetrics
+from quotaplane.backlog.names import partition_index
+
+Totals = dict[str, Any]  # `topic` and the `_topic` fields of `stats.with_topic_totals`
+STATS_FIELDS = ("backlogQuotaLimitSize", "backlogQuotaLimitTime", "oldestBacklogMessageAgeSeconds",
+                "oldestBacklogMessageSubscriptionName")
+
+
+def _schema(*fields: tuple[str, T.DataType, bool]) -> T.StructType:
+    return T.StructType([T.StructField(name, dtype, nullable) for name, dtype, nullable in fields])
+
+
+_LIMITS_AGE = (("backlogQuotaLimitSize", T.LongType(), False), ("backlogQuotaLimitTime", T.LongType(), False),
+               ("oldestBacklogMessageAgeSeconds", T.LongType(), False),
+               ("oldestBacklogMessageSubscriptionName", T.StringType(), True))
+TOPIC_STATS_SCHEMA = _schema(("topic", T.StringType(), True), ("partitioned_topic", T.StringType(), True),
+                             *_LIMITS_AGE)
+PARTITIONED_STATS_SCHEMA = _schema(("topic", T.StringType(), True), *_LIMITS_AGE)
+
+
+def checked(totals: Iterable[Totals]) -> list[Totals]:
+    """The topics with at least one check, by topic (rows of quarantined groups only are left out)."""
+    return sorted((t for t in totals if t["ticks"]), key=lambda t: t["topic"])
+
+
+def topic_stats(topics: Sequence[Totals]) -> list[dict[str, Any]]:
+    """PIP-323 topic stats from each topic's last check (`TOPIC_STATS_SCHEMA`), by topic."""
+    out = []
+    for t in topics:
+        last = t["last"]
+        age = last["backlog_age_seconds"]
+        out.append({"topic": t["topic"], "partitioned_topic": last["partitioned_topic"],
+                    "backlogQuotaLimitSize": last["size_limit"], "backlogQuotaLimitTime": last["time_limit"],
+                    "oldestBacklogMessageAgeSeconds": UNKNOWN_AGE if age is None else age,
+                    "oldestBacklogMessageSubscriptionName":
+                        None if age is None else last["oldest_subscription"]})
+    return out
+
+
+def _partition_order(s: dict[str, Any]) -> tuple[int, bool, int, str]:
+    """The largest age first, then the partition index (names without one last), then the name."""
+    index = partition_index(s["topic"])
+    return (-s["oldestBacklogMessageAgeSeconds"], index is None, index or 0, s["topic"])
+
+
+def partitioned_stats(stats: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Partitioned-topic stats (`PARTITIONED_STATS_SCHEMA`), by topic: the partition with the
+    largest age wins (strictly larger than -1, ties to the first partition in partition-index
+    order); limits copied."""
+    members: dict[str, list[dict[str, Any]]] = {}
+    for s in stats:
+        if s["partitioned_topic"] is not None:
+            members.setdefault(s["partitioned_topic"], []).append(s)
+    out = []
+    for parent in sorted(members):
+        best = min(members[parent], key=_partition_order)
+        age = best["oldestBacklogMessageAgeSeconds"]
+        known = age > UNKNOWN_AGE
+        out.append({"topic": parent, "backlogQuotaLimitSize": best["backlogQuotaLimitSize"],
+                    "backlogQuotaLimitTime": best["backlogQuotaLimitTime"],
+                    "oldestBacklogMessageAgeSeconds": age if known else UNKNOWN_AGE,
+                    "oldestBacklogMessageSubscriptionName":
+                        best["oldestBacklogMessageSubscriptionName"] if known else None})
+    return out
+
+
+def topic_metrics(topics: Sequence[Totals]) -> list[TopicMetrics]:
+    """Per-topic metric values (last-tick gauges, eviction totals), by namespace then topic."""
+    out = []
+    for t in topics:
+        last = t["last"]
+        age = last["backlog_age_seconds"]
+        out.append(TopicMetrics(last["namespace"], t["topic"], last["backlog_size_bytes"],
+                                UNKNOWN_AGE if age is None else age, last["size_limit"], last["time_limit"],
+                                t["size_evictions"], t["time_evictions"]))
+    return sorted(out, key=lambda m: (m.namespace, m.topic))
+
+
+def frame(spark: SparkSession, rows: Sequence[dict[str, Any]], schema: T.StructType) -> DataFrame:
+    """Rows as a DataFrame of `schema`, through pandas and Arrow: a local table, no Python worker."""
+    columns = {f.name: pd.Series([r[f.name] for r in rows],
+                                 dtype="Int64" if isinstance(f.dataType, T.LongType) else "object")
+               for f in schema.fields}
+    return spark.createDataFrame(pd.DataFrame(columns), schema)
