@@ -49,10 +49,11 @@ def _read(ctx: StageContext) -> tuple[dict[str, DataFrame], list[ReadCounts], li
 
 
 def _decide(ctx: StageContext, config: StorageConfig, inputs: dict[str, DataFrame], table: str,
-            observations: bool) -> tuple[DataFrame, DataFrame | None, StorageEvaluation]:
+            observations: bool) -> tuple[DataFrame, DataFrame | None, StorageEvaluation | None]:
     """Write the decisions; return them read back, and with `observations` the counted volume
     observations (written to `storage_volume_observations` and read back with `ctx.detail`) and
-    the evaluation, whose keyed round rows stay cached until `release()`: the decisions' job
+    the evaluation (None without `observations`), whose keyed round rows stay cached until
+    `release()`: the decisions' job
     computes them once, and the observations (their table or the report's one aggregate) read them
     again instead of shuffling and sorting the input a second time."""
     ev = evaluate(config, inputs["volumes"], inputs["membership"], inputs["collection_errors"],
@@ -67,7 +68,7 @@ def _decide(ctx: StageContext, config: StorageConfig, inputs: dict[str, DataFram
     decisions = ctx.spark.read.parquet(str(ctx.out_dir / table))
     if not observations:
         ev.release()
-        return decisions, None, ev
+        return decisions, None, None
     if ctx.detail:
         return decisions, ctx.spark.read.parquet(str(ctx.out_dir / OBSERVATIONS)), ev
     return decisions, ev.volumes, ev
@@ -82,8 +83,9 @@ def run_stage(ctx: StageContext, config: StorageConfig, compare: StorageConfig |
         with ctx.progress.step("storage: reading and validating telemetry"):
             inputs, counts, checked = _read(ctx)
         with ctx.progress.step(f"storage: {config.evaluation} decisions"):
-            decisions, observations, main_ev = _decide(ctx, config, inputs, "storage_decisions", True)
-            evaluations.append(main_ev)
+            decisions, observations, cached = _decide(ctx, config, inputs, "storage_decisions", True)
+            assert cached is not None
+            evaluations.append(cached)
         compared = None
         if compare is not None:
             with ctx.progress.step(f"storage: {compare.evaluation} decisions (comparison)"):
