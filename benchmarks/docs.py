@@ -59,6 +59,11 @@ def _command(command: str | None) -> str:
     return f"`{command}`"
 
 
+def _vs(p: dict[str, Any]) -> str:
+    floor = p.get("ratio_to_floor")
+    return f"{_ratio(p['ratio_to_bare'])} bare" + ("" if floor is None else f", {_ratio(floor)} floor")
+
+
 def _base(points: list[dict[str, Any]]) -> dict[str, Any]:
     return min(points, key=lambda p: p["scale"])
 
@@ -84,11 +89,12 @@ def measured_tier(result: dict[str, Any]) -> list[str]:
         rows.append([name, f"{p['scale']:g}", _rows(p["input_rows"]), _num(p["decisions_seconds"], 1),
                      _rows(p["rows_per_second"]), _mib(p["peak_rss_bytes"]),
                      _mib(p.get("jvm_old_gen_peak_bytes")), _num(p["bare_seconds"], 1),
-                     _ratio(p["ratio_to_bare"]), _num(p["stage_seconds"], 1),
+                     _ratio(p["ratio_to_bare"]), _num(p.get("floor_seconds"), 1),
+                     _ratio(p.get("ratio_to_floor")), _num(p["stage_seconds"], 1),
                      _num(ref.get("estimated_seconds"), 1), ref_note, _ratio(p["ratio_to_reference"])])
     header = ["policy", "scale", "input rows", "decisions s", "rows/s", "peak RSS", "JVM old gen peak",
-              "bare job s", "vs bare", "whole stage s", "reference s", "reference measured on",
-              "vs reference"]
+              "bare job s", "vs bare", "floor job s", "vs floor", "whole stage s", "reference s",
+              "reference measured on", "vs reference"]
     lines += _table(header, rows)
     lines.append("")
     curve = []
@@ -99,7 +105,7 @@ def measured_tier(result: dict[str, Any]) -> list[str]:
             continue
         d = fit["decisions"]
         curve.append([name, ", ".join(f"{p['scale']:g}×: {_rows(p['input_rows'])} in "
-                                      f"{p['decisions_seconds']:.1f} s ({_ratio(p['ratio_to_bare'])} bare)"
+                                      f"{p['decisions_seconds']:.1f} s ({_vs(p)})"
                                       for p in points),
                       f"{d['slope'] * 1e6:,.2f}", f"{d['intercept']:,.1f}",
                       "–" if d["r2"] is None else f"{d['r2']:.4f}",
@@ -134,12 +140,13 @@ def extrapolated_tier(result: dict[str, Any]) -> list[str]:
     for name, p in result["policies"].items():
         rows.append([name, _rows(p["input_rows"]), f"{p['beyond_largest_measured']:,.1f}×",
                      _num(p["decisions_seconds"], 0), _rows(p["rows_per_second"]), _num(p["bare_seconds"], 0),
-                     _ratio(p["ratio_to_bare"]), _num(p["reference_seconds"], 0),
+                     _ratio(p["ratio_to_bare"]), _ratio(p.get("ratio_to_floor")),
+                     _num(p["reference_seconds"], 0),
                      _ratio(p["ratio_to_reference"]),
                      ("–" if p["fit_r2"] is None else f"{p['fit_r2']:.4f}") + ("" if p.get("basis") == "fit"
                                                                                else " (not used)")])
     lines += _table(["policy", "input rows", "beyond largest measured", "decisions s", "rows/s", "bare job s",
-                     "vs bare", "reference s", "vs reference", "fit R²"], rows)
+                     "vs bare", "vs floor", "reference s", "vs reference", "fit R²"], rows)
     lines.append("")
     return lines
 

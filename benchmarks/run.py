@@ -2,7 +2,8 @@
 
 For each tier and scale: simulate the input once (Parquet, `benchmarks/data/`), write the policies'
 configurations for the simulated fleet, then per policy, in one warm SparkSession: the bare Spark
-job over the same input, the policy's stage of `quotaplane run`, and the reference engine over
+job over the same input, the floor job of the policy's semantics where it has one
+(`benchmarks/floors.py`), the policy's stage of `quotaplane run`, and the reference engine over
 (a prefix of) the same input in a fresh interpreter. Writes `benchmarks/results/<tier>-<date>.json`
 per tier (and the extrapolated L tier) and the tables of `docs/performance.md`.
 
@@ -159,7 +160,9 @@ def _measure_point(spark: Any, opts: Options, policy: PolicySpec, dataset: Datas
     stages.warm_page_cache(dataset, policy)
     log(f"  {policy.name}: bare Spark job over {sum(rows.values()):,} rows")
     bare = stages.run_bare(spark, policy, dataset, work / "bare", opts.repeat)
-    log(f"  {policy.name}: stage (bare job {bare.seconds:.1f}s)")
+    floor = stages.run_floor(spark, policy, dataset, work / "floor", opts.repeat)
+    log(f"  {policy.name}: stage (bare job {bare.seconds:.1f}s"
+        + (f", floor job {floor.seconds:.1f}s)" if floor else ")"))
     stage = stages.run_stage(spark, policy, dataset, configs, work / "out", opts.repeat)
     log(f"  {policy.name}: reference engine (stage {stage.seconds:.1f}s, "
         f"decisions {stage.decisions_seconds:.1f}s)")
@@ -168,7 +171,7 @@ def _measure_point(spark: Any, opts: Options, policy: PolicySpec, dataset: Datas
     reference = prefix.run(policy, config, pre, work / "reference.jsonl")
     log(f"  {policy.name}: reference {reference.seconds:.1f}s over {reference.prefix_rows:,} rows "
         f"(whole input estimated {reference.estimated_seconds:.1f}s)")
-    return results.point(dataset.scale, policy, rows, stage, bare, reference)
+    return results.point(dataset.scale, policy, rows, stage, bare, reference, floor)
 
 
 def bench_tier(spark: Any, opts: Options, tier: Tier, log: Log, path: Path) -> dict[str, Any]:
@@ -241,6 +244,7 @@ def _warmup(spark: Any, opts: Options, log: Log) -> None:
     for policy in opts.policies:
         try:
             stages.run_bare(spark, policy, dataset, work / policy.name / "bare")
+            stages.run_floor(spark, policy, dataset, work / policy.name / "floor")
             stages.run_stage(spark, policy, dataset, configs, work / policy.name / "out")
         except Exception as exc:  # the measured run reports it
             log(f"  warm-up of {policy.name} failed: {type(exc).__name__}: {exc}")

@@ -25,6 +25,7 @@ from pyspark.sql import SparkSession
 
 from benchmarks.baseline import bare_job
 from benchmarks.datasets import Dataset
+from benchmarks.floors import FLOORS, floor_job
 from benchmarks.measure import measure
 from benchmarks.policies import PolicySpec
 from quotaplane.core.policy import Outputs, Progress, RunConfigs, StageContext, StageResult, find_input
@@ -163,3 +164,13 @@ def run_bare(spark: SparkSession, policy: PolicySpec, dataset: Dataset, out: Pat
         rows += count
         per_input[spec.kind] = timing.seconds
     return BareRun(total, peak, rows, per_input)
+
+
+def run_floor(spark: SparkSession, policy: PolicySpec, dataset: Dataset, out: Path,
+              repeat: int = 1) -> BareRun | None:
+    """The policy's floor job (`benchmarks.floors`) over its inputs, or None when it has none."""
+    if policy.name not in FLOORS:
+        return None
+    paths = {spec.kind: input_path(dataset, spec.kind) for spec in policy.inputs}
+    count, timing = measure(lambda: floor_job(spark, policy.name, paths, dataset.manifest, out), repeat)
+    return BareRun(timing.seconds, timing.peak_rss_bytes, count)

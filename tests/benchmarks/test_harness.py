@@ -11,7 +11,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from benchmarks import configs, docs, reference, results
+from benchmarks import configs, docs, reference, results, stages
+from benchmarks.datasets import ensure
 from benchmarks.fit import linear_fit
 from benchmarks.policies import POLICIES
 from benchmarks.prefix import cutoff_time
@@ -28,7 +29,7 @@ from quotaplane.sim.run import simulate
 POINT_KEYS = {"scale", "input_rows", "rows_by_kind", "decisions_seconds", "stage_seconds", "rows_per_second",
               "peak_rss_bytes", "jvm_heap_peak_bytes", "jvm_old_gen_peak_bytes", "bare_seconds",
               "ratio_to_bare", "stage_ratio_to_bare", "stage", "bare", "reference", "ratio_to_reference",
-              "reference_rows_per_second"}
+              "reference_rows_per_second", "floor_seconds", "ratio_to_floor", "floor"}
 REFERENCE_KEYS = {"prefix_rows", "total_rows", "whole_input", "cutoff_ms", "decisions", "load_seconds",
                   "evaluate_seconds", "write_seconds", "seconds", "peak_rss_bytes", "estimated_seconds",
                   "estimated_evaluate_seconds"}
@@ -151,10 +152,12 @@ def test_quick_run_writes_results_extrapolation_and_docs(spark: object, tmp_path
         assert p["reference"]["prefix_rows"] < p["reference"]["total_rows"] == p["input_rows"]
         assert p["reference"]["whole_input"] is False
         assert p["bare"]["output_rows"] > 0 and p["stage"]["steps"]
+        assert p["floor"]["output_rows"] == p["input_rows"]  # a row per request, as the decisions
+        assert p["ratio_to_floor"] == p["decisions_seconds"] / p["floor_seconds"]
     assert points[1]["input_rows"] > points[0]["input_rows"]
-    assert {"decisions", "stage", "bare", "reference"} <= set(bench["fits"])
-    assert {t["metric"] for t in bench["targets"]} == {"ratio_to_bare", "stage_ratio_to_decisions",
-                                                        "ratio_to_reference"}
+    assert {"decisions", "stage", "bare", "floor", "reference"} <= set(bench["fits"])
+    assert {t["metric"] for t in bench["targets"]} == {"ratio_to_bare", "ratio_to_floor",
+                                                        "stage_ratio_to_decisions", "ratio_to_reference"}
     # the whole stage against its decisions is judged from 4x on only: not at these scales
     (stage_target,) = [t for t in bench["targets"] if t["metric"] == "stage_ratio_to_decisions"]
     assert stage_target["by_scale"] == {}
@@ -203,6 +206,7 @@ def test_quick_run_of_the_notices_policy(spark: object, tmp_path: Path) -> None:
     assert point["reference"]["whole_input"] is True and point["reference"]["decisions"] > 0
     assert point["stage"]["summary"]["notices"] == point["reference"]["decisions"]
     assert point["bare"]["output_rows"] > 0
+    assert point["floor"]["output_rows"] == point["input_rows"]
 
 
 def test_targets_judge_the_bare_ratio_everywhere_and_the_whole_stage_from_4x() -> None:
@@ -212,9 +216,35 @@ def test_targets_judge_the_bare_ratio_everywhere_and_the_whole_stage_from_4x() -
 
     points = [point(1, 3.01, 2.0, 9.0), point(4, 3.0, 2.0, 3.0), point(8, None, 2.0, 3.01)]
     by_metric = {t["metric"]: t for t in results.targets("S", "backlog", points)}
+    assert by_metric["ratio_to_floor"]["applies"] is False  # no point has a floor job
     bare = by_metric["ratio_to_bare"]["by_scale"]
     assert [bare[s]["met"] for s in ("1", "4", "8")] == [False, True, None]  # 3x itself is within
     stage = by_metric["stage_ratio_to_decisions"]["by_scale"]
     assert set(stage) == {"4", "8"}  # 1x is not judged: fixed costs
     assert (stage["4"]["met"], stage["8"]["met"]) == (True, False)
     assert by_metric["ratio_to_reference"]["applies"] is False  # tier S
+
+
+def test_the_floor_job_is_judged_like_the_bare_job_where_a_policy_has_one() -> None:
+    points = [{"scale": s, "ratio_to_bare": 9.0, "floor_seconds": 1.0, "ratio_to_floor": r,
+               "decisions_seconds": 2.0, "stage_seconds": 2.0, "ratio_to_reference": 0.5}
+              for s, r in ((1, 3.0), (2, 3.01))]
+    (floor,) = [t for t in results.targets("M", "storage", points) if t["metric"] == "ratio_to_floor"]
+    assert floor["applies"] is True and floor["limit"] == results.BARE_TARGET
+    assert [floor["by_scale"][s]["met"] for s in ("1", "2")] == [True, False]
+
+
+@pytest.mark.spark
+def test_floor_jobs_write_a_row_per_round_and_per_check(spark: object, tmp_path: Path) -> None:
+    """storage: a row per (cluster, round) of its three inputs; backlog: a row per (tick, topic)."""
+    dataset = ensure(QUICK, 1.0, tmp_path / "data")
+    for policy, keys in (("storage", ("cluster", "poll_id")), ("backlog", ("topic", "ts_ms"))):
+        spec = POLICIES[policy]
+        run = stages.run_floor(spark, spec, dataset, tmp_path / policy)  # type: ignore[arg-type]
+        assert run is not None
+        expected = set()
+        for kind in spec.kinds():
+            table = ds.dataset(stages.input_path(dataset, kind)).to_table(columns=list(keys))
+            expected |= set(zip(*(table.column(k).to_pylist() for k in keys), strict=True))
+        assert run.output_rows == len(expected) > 0, policy
+    assert stages.run_floor(spark, POLICIES["clients"], dataset, tmp_path / "clients") is None  # type: ignore[arg-type]
