@@ -25,6 +25,9 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.requireAllClusterKeysForCoPartition": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    # a stage caches rows only for the few steps of one run: compressing them costs more CPU than
+    # reading them back saves (storage's keyed rows: docs/performance.md)
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
     "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}",
     "spark.executor.extraJavaOptions": f"-Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}",
 }
