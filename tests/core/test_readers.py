@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from quotaplane.core.errors import InputError
 from quotaplane.core.records import Field, RecordSchema, Rule
-from quotaplane.core.spark.readers import read_telemetry
+from quotaplane.core.spark.readers import check_once, read_telemetry
 
 SCHEMA = RecordSchema(
     name="sample",
@@ -62,6 +62,22 @@ def test_jsonl_rows_are_used_or_quarantined_with_reasons(spark, jsonl: Path) -> 
     }
     bad = result.quarantined.where(F.col("reason") == "unparsable record").first()
     assert bad["row"] == "this is not json"
+
+
+@pytest.mark.spark
+def test_check_once_aggregates_the_used_rows_in_its_counting_scan(spark, tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"ts": 1000, "broker_id": 1, "size": 2}\n{"ts": 3000, "broker_id": 9, "size": -1}\n'
+                    '{"ts": 2000, "broker_id": 2, "size": 1}\n')
+    checked = check_once(read_telemetry(spark, SCHEMA, str(path)), None,
+                         over_used={"last": (F.max, "ts"), "first_broker": (F.min, "broker_id")})
+    assert (checked.counts.used, checked.counts.quarantined) == (2, 1)
+    assert checked.aggregates == {"last": 2000, "first_broker": 1}  # the quarantined row is left out
+    checked.release()
+    path.write_text('{"ts": 3000, "broker_id": 9, "size": -1}\n')
+    none_used = check_once(read_telemetry(spark, SCHEMA, str(path)), None, over_used={"last": (F.max, "ts")})
+    assert none_used.aggregates == {"last": None} and check_once(
+        read_telemetry(spark, SCHEMA, str(path)), None).aggregates == {}
 
 
 @pytest.mark.spark

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import glob as globlib
 import shutil
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -87,14 +89,20 @@ class ReadResult:
 
     def counts(self) -> ReadCounts:
         """Count read/used/quarantined in one Spark action."""
-        return _count(self.checked, self.source, self.skipped)
+        return _count(self.checked, self.source, self.skipped)[0]
 
 
-def _count(checked: DataFrame, source: str, skipped: tuple[str, ...] = ()) -> ReadCounts:
-    row = checked.agg(F.count(F.lit(1)).alias("read"),
-                      F.count(F.when(F.col(REASON).isNull(), 1)).alias("used")).collect()[0]
+def _count(checked: DataFrame, source: str, skipped: tuple[str, ...] = (),
+           over_used: Mapping[str, tuple[Callable[[Column], Column], str]] | None = None
+           ) -> tuple[ReadCounts, dict[str, Any]]:
+    """The counts, and each aggregate of `over_used` over the used rows, in one scan."""
+    used_row = F.col(REASON).isNull()
+    extra = [agg(F.when(used_row, F.col(column))).alias(name)
+             for name, (agg, column) in (over_used or {}).items()]
+    row = checked.agg(F.count(F.lit(1)).alias("read"), F.count(F.when(used_row, 1)).alias("used"),
+                      *extra).collect()[0]
     read, used = int(row["read"]), int(row["used"])
-    return ReadCounts(source, read, used, read - used, skipped)
+    return ReadCounts(source, read, used, read - used, skipped), {n: row[n] for n in (over_used or {})}
 
 
 # Files Spark and Hadoop write beside their data: not telemetry, never listed as skipped.
@@ -260,6 +268,7 @@ class CheckedInput:
     counts: ReadCounts
     rows: DataFrame
     cached: bool
+    aggregates: dict[str, Any] = field(default_factory=dict)  # `check_once(..., over_used=)`
 
     @property
     def used(self) -> DataFrame:
@@ -271,23 +280,25 @@ class CheckedInput:
             self.rows.unpersist()
 
 
-def check_once(read: ReadResult, quarantine_dir: Path | None, cache: bool | None = None) -> CheckedInput:
+def check_once(read: ReadResult, quarantine_dir: Path | None, cache: bool | None = None,
+               over_used: Mapping[str, tuple[Callable[[Column], Column], str]] | None = None) -> CheckedInput:
     """Count read/used/quarantined in one scan of `read`, and write the quarantined rows to
     `quarantine_dir` only when there are some (a stale quarantine from an earlier run into the same
     directory is removed). The rows keep `FILE_ID` and `POSITION` when they were read with them.
 
     With `cache` (by default: unless the input is Parquet) the typed rows are cached by that same
     scan, so later steps do not parse the text again; Parquet is cheaper to scan again than to
-    cache (measured in docs/performance.md)."""
+    cache (measured in docs/performance.md). `over_used` names aggregates (`F.max`, a column) of the
+    used rows computed by the same scan (`CheckedInput.aggregates`: null when no row is used)."""
     cache = read.fmt != "parquet" if cache is None else cache
     where = [c for c in (FILE_ID, POSITION) if c in read.checked.columns]
     rows = read.checked.select(*read.schema.field_names, *where, REASON)
     if cache:
         rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
-    counts = _count(rows, read.source, read.skipped)
+    counts, aggregates = _count(rows, read.source, read.skipped, over_used)
     if quarantine_dir is not None:
         if counts.quarantined:
             read.quarantined.write.mode("overwrite").parquet(str(quarantine_dir))
         elif quarantine_dir.exists():
             shutil.rmtree(quarantine_dir)
-    return CheckedInput(read.schema, counts, rows, cache)
+    return CheckedInput(read.schema, counts, rows, cache, aggregates)

@@ -64,9 +64,11 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
     out = ctx.out_dir
     with ctx.progress.step("topics: read produce requests"):
         # checked in one scan (a text input is cached: the requests are scanned again to judge them)
-        checked = check_once(read_telemetry(ctx.spark, REQUESTS.schema, path), out / "quarantine" / INPUT)
+        # the last request's time by the same scan
+        checked = check_once(read_telemetry(ctx.spark, REQUESTS.schema, path), out / "quarantine" / INPUT,
+                             over_used={"as_of": (F.max, "ts_ms")})
         counts = checked.counts
-        as_of = checked.used.agg(F.max("ts_ms")).first()[0] if counts.used else None
+        as_of = checked.aggregates["as_of"]
     _write(_changes(ctx.spark, config), out / "topic_threshold_changes")
     rejected = [str(change_error(c)) for c in config.rejected_changes]
     if as_of is None:
