@@ -55,6 +55,19 @@ def test_group_rules_quarantine_every_row_of_the_group(spark, telemetry: Path) -
 
 
 @pytest.mark.spark
+def test_the_stage_lists_the_files_spark_does_not_read(spark, tmp_path: Path) -> None:
+    folder = tmp_path / "telemetry" / "backlog_snapshots"
+    folder.mkdir(parents=True)
+    (folder / "part-0.jsonl").write_text(json.dumps(GOOD) + "\n")
+    (folder / "_late.jsonl").write_text(json.dumps({**GOOD, "ts_ms": 200_000}) + "\n")
+    (tmp_path / "policies.json").write_text(json.dumps(POLICIES))
+    _, result, _ = run_policy_stage(spark, BacklogPolicy(), folder.parent, tmp_path / "out",
+                                    RunConfigs(backlog_policies=tmp_path / "policies.json"))
+    assert result.summary["input"] == {"input": str(folder), "read": 1, "used": 1, "quarantined": 0,
+                                       "skipped": [str(folder / "_late.jsonl")]}
+
+
+@pytest.mark.spark
 def test_the_stage_writes_tables_metrics_and_report(spark, telemetry: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     ctx, result, _ = run_policy_stage(spark, BacklogPolicy(), telemetry, out,

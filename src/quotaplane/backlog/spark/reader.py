@@ -51,7 +51,7 @@ def read_rows(spark: SparkSession, path: str) -> ReadResult:
     """Read the `backlog_snapshots` input at `path` with the reader's row rules only (the stage
     applies the group rules in its own pass, `quotaplane.backlog.spark.evaluate`)."""
     result = read_telemetry(spark, BACKLOG_SNAPSHOTS, path)
-    return ReadResult(BACKLOG_SNAPSHOTS, path, result.checked, result.fmt)
+    return ReadResult(BACKLOG_SNAPSHOTS, path, result.checked, result.fmt, result.skipped)
 
 
 def with_group_reasons(result: ReadResult) -> ReadResult:
