@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -25,8 +26,9 @@ class TopicReportData:
       min_topic_threshold, max_topic_threshold, threshold_source (at the last request).
     - `errors`: one row per (broker_id, topic) with error requests: error_requests, error_bytes,
       max_bytes (largest batch).
-    - `series`: per-interval rows (interval_start_ms, broker_id, topic, max_topic_rate,
-      max_topic_threshold, throttled_bytes, accepted_bytes) of the topics plotted.
+    - `series`: a row per plotted point (interval_start_ms, broker_id, topic, max_topic_rate,
+      max_topic_threshold, throttled_bytes, accepted_bytes) of the topics plotted; a point spans
+      `interval_ms`: one interval, or a whole multiple of it on a long span.
     - `rejected`: the rejected threshold changes, as error lines.
     """
 
@@ -63,18 +65,23 @@ def rate_figure(series: pd.DataFrame) -> Figure:
 
 
 def dropped_figure(series: pd.DataFrame, interval_ms: int) -> Figure:
-    """Throttled bytes per interval, stacked by topic."""
+    """Throttled bytes per point (`interval_ms` wide), stacked by topic: one filled step outline
+    per topic (a bar per point would be an artist per point)."""
     fig = Figure(figsize=(10, 3.2))
     ax = fig.add_subplot(1, 1, 1)
     if len(series):
         table = series.assign(key=series["topic"] + " @ " + series["broker_id"].astype(str)).pivot_table(
             index="interval_start_ms", columns="key", values="throttled_bytes", aggfunc="sum", fill_value=0)
-        when = pd.to_datetime(table.index, unit="ms", utc=True)
-        bottom = None
-        width = pd.Timedelta(milliseconds=interval_ms)
+        # every point, with a zero at the end of each gap, so each step spans its own point only
+        starts = table.index.to_numpy()
+        edges = np.union1d(starts, starts + interval_ms)
+        table = table.reindex(edges, fill_value=0)
+        when = pd.to_datetime(edges, unit="ms", utc=True)
+        bottom = np.zeros(len(edges))
         for i, key in enumerate(table.columns):
-            ax.bar(when, table[key], width=width, bottom=bottom, color=f"C{i % 10}", label=key, align="edge")
-            bottom = table[key] if bottom is None else bottom + table[key]
+            top = bottom + table[key].to_numpy()
+            ax.fill_between(when, bottom, top, step="post", color=f"C{i % 10}", label=key, lw=0)
+            bottom = top
         ax.legend(fontsize=7, loc="best")
     ax.set_ylabel("throttled bytes")
     ax.set_title("Bytes dropped by the quota per interval")
@@ -110,7 +117,8 @@ def build_sections(data: TopicReportData) -> list[Section]:
     if len(data.series):
         s.figure(rate_figure(data.series), "Topics with the most dropped bytes: peak one-minute rate per "
                  "interval and threshold")
-        s.figure(dropped_figure(data.series, data.interval_ms), "Throttled bytes per interval")
+        s.figure(dropped_figure(data.series, data.interval_ms),
+                 f"Throttled bytes per {data.interval_ms / 1000:g} s")
     s.heading("Requests above message.max.bytes")
     errors = data.errors.sort_values(["error_bytes", "broker_id", "topic"], ascending=[False, True, True])
     s.table(["broker", "topic", "error requests", "error bytes", "largest batch (bytes)"],

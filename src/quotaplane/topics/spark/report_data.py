@@ -1,5 +1,6 @@
 """The small aggregates the topic summary, metrics and report need: one collected aggregate per
-(broker, topic) of the decisions, and the interval series of the topics plotted (bounded sizes).
+(broker, topic) of the decisions, and the interval series of the topics plotted (bounded sizes: at
+most `PLOT_POINTS` points per topic, whatever the time span).
 
 Both are hash aggregations (fixed-width buffers: the threshold source at the last request is taken
 as a boolean `explicit`), so neither sorts the decisions.
@@ -20,6 +21,7 @@ OVER_COLUMNS = ("broker_id", "topic", "first_throttled_ms", "last_throttled_ms",
                 "throttled_bytes", "accepted_bytes", "max_topic_rate", "min_topic_threshold",
                 "max_topic_threshold", "threshold_source")
 ERROR_COLUMNS = ("broker_id", "topic", "error_requests", "error_bytes", "max_bytes")
+PLOT_POINTS = 600  # points per plotted topic: a point spans one interval or a whole multiple of it
 SERIES_COLUMNS = ("interval_start_ms", "broker_id", "topic", "max_topic_rate", "max_topic_threshold",
                   "throttled_bytes", "accepted_bytes")
 
@@ -60,11 +62,22 @@ def decision_counts(totals: pd.DataFrame) -> list[dict[str, Any]]:
             for r in totals.to_dict("records") for d in DECISIONS if r[f"{d}_requests"]]
 
 
+def point_ms(interval_ms: int, first_ms: int, last_ms: int) -> int:
+    """The width of a plotted point: the interval, or the smallest whole multiple of it that puts
+    the intervals from `first_ms` to `last_ms` into at most `PLOT_POINTS` points (aligned to the
+    epoch, so a point may start before `first_ms`: one more point at most)."""
+    intervals = last_ms // interval_ms - first_ms // interval_ms + 1
+    return interval_ms * max(1, -(-intervals // PLOT_POINTS))
+
+
 def collect_report_data(totals: pd.DataFrame, intervals: DataFrame, interval_ms: int,
                         kpis: list[tuple[str, Any]], rejected: list[str],
-                        notes: list[str]) -> TopicReportData:
+                        notes: list[str], span: tuple[int, int] | None = None) -> TopicReportData:
     """The report's data from `broker_topic_totals` and the written intervals (one small job for
-    the series of the `TOP_TOPICS` topics with the most throttled bytes, none when none is)."""
+    the series of the `TOP_TOPICS` topics with the most throttled bytes, none when none is). Over
+    `span` (the first and last request time) the series has a point per `point_ms` (the highest
+    rate and threshold of its intervals, their bytes summed)."""
+    width = point_ms(interval_ms, *span) if span is not None else interval_ms
     over = totals.loc[totals["throttled_requests"] > 0, list(OVER_COLUMNS)].reset_index(drop=True)
     over = over.astype({"first_throttled_ms": "int64", "last_throttled_ms": "int64"})
     errors = totals.loc[totals[f"{ERROR}_requests"] > 0].rename(
@@ -78,8 +91,15 @@ def collect_report_data(totals: pd.DataFrame, intervals: DataFrame, interval_ms:
         keep = plotted[0]
         for condition in plotted[1:]:
             keep = keep | condition
-        series = (intervals.where(keep).select(*SERIES_COLUMNS).toPandas()
+        start = F.col("interval_start_ms")
+        point = (start - F.pmod(start, F.lit(width).cast("long"))).alias("interval_start_ms")
+        series = (intervals.where(keep).groupBy(point, "broker_id", "topic")
+                  .agg(F.max("max_topic_rate").alias("max_topic_rate"),
+                       F.max("max_topic_threshold").alias("max_topic_threshold"),
+                       F.sum("throttled_bytes").alias("throttled_bytes"),
+                       F.sum("accepted_bytes").alias("accepted_bytes"))
+                  .select(*SERIES_COLUMNS).toPandas()
                   .sort_values(["broker_id", "topic", "interval_start_ms"]).reset_index(drop=True))
     else:
         series = pd.DataFrame({c: [] for c in SERIES_COLUMNS})
-    return TopicReportData(kpis, over, errors, series, interval_ms, rejected, notes)
+    return TopicReportData(kpis, over, errors, series, width, rejected, notes)

@@ -64,9 +64,9 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
     out = ctx.out_dir
     with ctx.progress.step("topics: read produce requests"):
         # checked in one scan (a text input is cached: the requests are scanned again to judge them)
-        # the last request's time by the same scan
+        # the first and last request's time by the same scan
         checked = check_once(read_telemetry(ctx.spark, REQUESTS.schema, path), out / "quarantine" / INPUT,
-                             over_used={"as_of": (F.max, "ts_ms")})
+                             over_used={"first": (F.min, "ts_ms"), "as_of": (F.max, "ts_ms")})
         counts = checked.counts
         as_of = checked.aggregates["as_of"]
     _write(_changes(ctx.spark, config), out / "topic_threshold_changes")
@@ -111,8 +111,9 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
                 ("brokers", summary["brokers"])]
         notes = [] if not counts.quarantined else [
             f"{counts.quarantined} produce request rows were quarantined (quarantine/{INPUT})."]
+        span = (int(checked.aggregates["first"]), int(as_of))
         sections = build_sections(collect_report_data(totals, intervals, config.interval_ms, kpis,
-                                                      rejected, notes))
+                                                      rejected, notes, span))
     summary["input"] = counts.as_dict()
     console = [
         f"topics: {summary['requests']:,} produce requests on {summary['brokers']} broker(s): "
