@@ -84,7 +84,7 @@ def dropped_figure(series: pd.DataFrame, interval_ms: int) -> Figure:
             bottom = top
         ax.legend(fontsize=7, loc="best")
     ax.set_ylabel("throttled bytes")
-    ax.set_title("Bytes dropped by the quota per interval")
+    ax.set_title(f"Bytes dropped by the quota per {interval_ms / 1000:g} s")
     ax.grid(alpha=0.3)
     fig.autofmt_xdate()
     return fig
