@@ -45,14 +45,21 @@ def latest_per_topic(results: Iterable[TickResult]) -> dict[str, TickResult]:
     return latest
 
 
+def known_age(age: int | None) -> int:
+    """A backlog age as the stats report it: -1 when unknown."""
+    return UNKNOWN_AGE if age is None else age
+
+
+def stats_at(size_limit: int, time_limit: int, age: int | None,
+             oldest_subscription: str | None) -> TopicStats:
+    """Topic stats from one check: the limits, the age (-1 when unknown) and the subscription with
+    the oldest message (null when the age is unknown)."""
+    return TopicStats(size_limit, time_limit, known_age(age), None if age is None else oldest_subscription)
+
+
 def topic_stats_of(result: TickResult) -> TopicStats:
-    age = result.backlog_age_seconds
-    return TopicStats(
-        backlogQuotaLimitSize=result.quotas.size_limit,
-        backlogQuotaLimitTime=result.quotas.time_limit,
-        oldestBacklogMessageAgeSeconds=UNKNOWN_AGE if age is None else age,
-        oldestBacklogMessageSubscriptionName=None if age is None else result.oldest_subscription,
-    )
+    return stats_at(result.quotas.size_limit, result.quotas.time_limit, result.backlog_age_seconds,
+                    result.oldest_subscription)
 
 
 def topic_stats(results: Iterable[TickResult]) -> dict[str, TopicStats]:
@@ -66,24 +73,32 @@ def partition_order(topic: str) -> tuple[bool, int, str]:
     return (index is None, index if index is not None else 0, topic)
 
 
-def partitioned_stats(results: Iterable[TickResult]) -> dict[str, TopicStats]:
-    """Stats of every partitioned topic, from its partitions' last ticks."""
-    partitions: dict[str, list[TickResult]] = {}
-    for r in latest_per_topic(results).values():
-        if r.partitioned_topic is not None:
-            partitions.setdefault(r.partitioned_topic, []).append(r)
+def combine_partitions(partitions: dict[str, list[tuple[str, TopicStats]]]) -> dict[str, TopicStats]:
+    """Stats of every partitioned topic from its partitions' (name, stats), by partitioned topic.
+
+    `TopicStatsImpl.add` in partition order: the age starts at (-1, null) and is replaced only by a
+    strictly larger one, with its subscription; the limits are those of the last partition added.
+    """
     out: dict[str, TopicStats] = {}
     for parent in sorted(partitions):
-        members = sorted(partitions[parent], key=lambda r: partition_order(r.topic))
+        members = sorted(partitions[parent], key=lambda member: partition_order(member[0]))
         age, name = UNKNOWN_AGE, None
-        for member in members:
-            stats = topic_stats_of(member)
+        for _, stats in members:
             if stats.oldestBacklogMessageAgeSeconds > age:
                 age = stats.oldestBacklogMessageAgeSeconds
                 name = stats.oldestBacklogMessageSubscriptionName
-        last = members[-1].quotas
-        out[parent] = TopicStats(last.size_limit, last.time_limit, age, name)
+        last = members[-1][1]
+        out[parent] = TopicStats(last.backlogQuotaLimitSize, last.backlogQuotaLimitTime, age, name)
     return out
+
+
+def partitioned_stats(results: Iterable[TickResult]) -> dict[str, TopicStats]:
+    """Stats of every partitioned topic, from its partitions' last ticks."""
+    partitions: dict[str, list[tuple[str, TopicStats]]] = {}
+    for r in latest_per_topic(results).values():
+        if r.partitioned_topic is not None:
+            partitions.setdefault(r.partitioned_topic, []).append((r.topic, topic_stats_of(r)))
+    return combine_partitions(partitions)
 
 
 def topic_metrics(results: Sequence[TickResult]) -> list[TopicMetrics]:
@@ -92,7 +107,7 @@ def topic_metrics(results: Sequence[TickResult]) -> list[TopicMetrics]:
     for topic, r in sorted(latest_per_topic(results).items()):
         out.append(TopicMetrics(
             namespace=r.namespace, topic=topic, backlog_size_bytes=r.backlog_size_bytes,
-            backlog_age_seconds=UNKNOWN_AGE if r.backlog_age_seconds is None else r.backlog_age_seconds,
+            backlog_age_seconds=known_age(r.backlog_age_seconds),
             size_limit=r.quotas.size_limit, time_limit=r.quotas.time_limit,
             size_evictions=r.size_evictions_total, time_evictions=r.time_evictions_total))
     return out

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from quotaplane.backlog.engine.model import SIZE, TIME
 from quotaplane.backlog.report import BacklogReportData
 from quotaplane.backlog.spark.topics import Totals
+from quotaplane.core.ordering import descending
 
 PLOTTED_TOPICS = 6
 MAX_POINTS = 1500
@@ -48,9 +49,7 @@ def topic_table(topics: Sequence[Totals]) -> pd.DataFrame:
             "oldest_subscription": last["oldest_subscription"], "size_evictions": t["size_evictions"],
             "time_evictions": t["time_evictions"],
             "age_usage": max_age / limit if limit > 0 and max_age is not None else None})
-    rows.sort(key=lambda r: r["topic"])
-    rows.sort(key=lambda r: (r["max_age"] is None, -(r["max_age"] or 0)))
-    rows.sort(key=lambda r: (r["age_usage"] is None, -(r["age_usage"] or 0.0)))
+    rows.sort(key=lambda r: (*descending(r["age_usage"]), *descending(r["max_age"]), r["topic"]))
     frame = _frame(rows, TOPIC_COLUMNS[:-1], text=("topic", "namespace", "oldest_subscription"))
     frame["age_usage"] = pd.Series([r["age_usage"] for r in rows], dtype="float64")
     return frame

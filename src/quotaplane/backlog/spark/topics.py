@@ -5,18 +5,18 @@ stats, metric rows and summary counts (rules: `quotaplane.backlog.engine.stats`)
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import fields
 from typing import Any
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from quotaplane.backlog.engine.stats import UNKNOWN_AGE, TopicMetrics
-from quotaplane.backlog.names import partition_index
+from quotaplane.backlog.engine.model import TopicStats
+from quotaplane.backlog.engine.stats import TopicMetrics, combine_partitions, known_age, stats_at
 
 Totals = dict[str, Any]  # `topic` and the `_topic` fields of `stats.with_topic_totals`
-STATS_FIELDS = ("backlogQuotaLimitSize", "backlogQuotaLimitTime", "oldestBacklogMessageAgeSeconds",
-                "oldestBacklogMessageSubscriptionName")
+STATS_FIELDS = tuple(f.name for f in fields(TopicStats))
 
 
 def _schema(*fields: tuple[str, T.DataType, bool]) -> T.StructType:
@@ -41,40 +41,20 @@ def topic_stats(topics: Sequence[Totals]) -> list[dict[str, Any]]:
     out = []
     for t in topics:
         last = t["last"]
-        age = last["backlog_age_seconds"]
-        out.append({"topic": t["topic"], "partitioned_topic": last["partitioned_topic"],
-                    "backlogQuotaLimitSize": last["size_limit"], "backlogQuotaLimitTime": last["time_limit"],
-                    "oldestBacklogMessageAgeSeconds": UNKNOWN_AGE if age is None else age,
-                    "oldestBacklogMessageSubscriptionName":
-                        None if age is None else last["oldest_subscription"]})
+        stats = stats_at(last["size_limit"], last["time_limit"], last["backlog_age_seconds"],
+                         last["oldest_subscription"])
+        out.append({"topic": t["topic"], "partitioned_topic": last["partitioned_topic"], **stats.as_dict()})
     return out
-
-
-def _partition_order(s: dict[str, Any]) -> tuple[int, bool, int, str]:
-    """The largest age first, then the partition index (names without one last), then the name."""
-    index = partition_index(s["topic"])
-    return (-s["oldestBacklogMessageAgeSeconds"], index is None, index or 0, s["topic"])
 
 
 def partitioned_stats(stats: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Partitioned-topic stats (`PARTITIONED_STATS_SCHEMA`), by topic: the partition with the
-    largest age wins (strictly larger than -1, ties to the first partition in partition-index
-    order); limits copied."""
-    members: dict[str, list[dict[str, Any]]] = {}
+    """Partitioned-topic stats (`PARTITIONED_STATS_SCHEMA`) from the topic stats, by topic."""
+    partitions: dict[str, list[tuple[str, TopicStats]]] = {}
     for s in stats:
         if s["partitioned_topic"] is not None:
-            members.setdefault(s["partitioned_topic"], []).append(s)
-    out = []
-    for parent in sorted(members):
-        best = min(members[parent], key=_partition_order)
-        age = best["oldestBacklogMessageAgeSeconds"]
-        known = age > UNKNOWN_AGE
-        out.append({"topic": parent, "backlogQuotaLimitSize": best["backlogQuotaLimitSize"],
-                    "backlogQuotaLimitTime": best["backlogQuotaLimitTime"],
-                    "oldestBacklogMessageAgeSeconds": age if known else UNKNOWN_AGE,
-                    "oldestBacklogMessageSubscriptionName":
-                        best["oldestBacklogMessageSubscriptionName"] if known else None})
-    return out
+            partitions.setdefault(s["partitioned_topic"], []).append(
+                (s["topic"], TopicStats(*(s[f] for f in STATS_FIELDS))))
+    return [{"topic": parent, **p.as_dict()} for parent, p in combine_partitions(partitions).items()]
 
 
 def topic_metrics(topics: Sequence[Totals]) -> list[TopicMetrics]:
@@ -82,9 +62,9 @@ def topic_metrics(topics: Sequence[Totals]) -> list[TopicMetrics]:
     out = []
     for t in topics:
         last = t["last"]
-        age = last["backlog_age_seconds"]
         out.append(TopicMetrics(last["namespace"], t["topic"], last["backlog_size_bytes"],
-                                UNKNOWN_AGE if age is None else age, last["size_limit"], last["time_limit"],
+                                known_age(last["backlog_age_seconds"]), last["size_limit"],
+                                last["time_limit"],
                                 t["size_evictions"], t["time_evictions"]))
     return sorted(out, key=lambda m: (m.namespace, m.topic))
 
