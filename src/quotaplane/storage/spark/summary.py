@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, Row, Window
 from pyspark.sql import functions as F
 
 from quotaplane.core.javamath import LONG_MAX
+from quotaplane.core.ordering import nulls_first
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.metrics import StorageMetricState
 from quotaplane.storage.summary import EvaluationSummary, iso
@@ -49,12 +50,7 @@ def unit_rows(decisions: DataFrame) -> list[Row]:
         F.max_by(F.struct("active_brokers", "active_log_dirs"), F.when(ok, F.col("_order"))).alias("last_ok"),
     ).collect()
     # ordered here: an `orderBy` before `collect` costs Spark a sampling job of its own
-    return sorted(rows, key=lambda r: _nulls_first(r["cluster"], r["observing_broker_id"]))
-
-
-def _nulls_first(*values: Any) -> tuple[Any, ...]:
-    """A sort key ordering like Spark's ascending order: nulls first."""
-    return tuple(x for v in values for x in (v is not None, v if v is not None else 0))
+    return sorted(rows, key=lambda r: nulls_first(r["cluster"], r["observing_broker_id"]))
 
 
 def throttled_time(units: list[Row]) -> list[dict[str, Any]]:
@@ -120,7 +116,7 @@ def breaches(config: StorageConfig, profile: list[dict[str, Any]] | None,
         F.max("used_bytes").alias("max_used"), F.min("throttle_factor").alias("lowest_factor"))
         .where(F.col("soft_ms").isNotNull() | F.col("hard_ms").isNotNull()).collect())
     rows = sorted(rows, key=lambda r: (r["lowest_factor"],
-                                       *_nulls_first(r["cluster"], r["observing_broker_id"])))
+                                       *nulls_first(r["cluster"], r["observing_broker_id"])))
     return [{
         "cluster": r["cluster"], "broker_id": r["observing_broker_id"], "log_dir": None,
         "first_soft_breach": iso(r["soft_ms"]), "first_hard_breach": iso(r["hard_ms"]),
@@ -177,7 +173,7 @@ def factor_series(decisions: DataFrame, span: tuple[int, int]) -> list[dict[str,
     rows = (decisions.groupBy("cluster", bucket.alias("b")).agg(
         F.min("throttle_factor").alias("factor"), F.max(F.col("fallback_applied").cast("int")).alias("fb"))
         .collect())
-    rows = sorted(rows, key=lambda r: _nulls_first(r["cluster"], r["b"]))
+    rows = sorted(rows, key=lambda r: nulls_first(r["cluster"], r["b"]))
     return [{"cluster": r["cluster"], "ts_ms": span[0] + r["b"] * width, "factor": r["factor"],
              "fallback": bool(r["fb"])} for r in rows]
 
@@ -209,7 +205,7 @@ def volume_profile(observations: DataFrame, span: tuple[int, int]) -> list[dict[
 
 def _volume_order(v: dict[str, Any]) -> tuple[Any, ...]:
     """Spark's ascending order of (cluster, broker, log dir): nulls first."""
-    return _nulls_first(v["cluster"], v["broker_id"], v["log_dir"])
+    return nulls_first(v["cluster"], v["broker_id"], v["log_dir"])
 
 
 _LOWEST = ("available", "lowest_factor", "k0", "k1", "soft_ms", "hard_ms", "headroom")

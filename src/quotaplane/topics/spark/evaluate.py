@@ -26,6 +26,7 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from quotaplane.core.ordering import nulls_first
 from quotaplane.topics.config import TopicQuotaConfig
 from quotaplane.topics.engine.broker_thresholds import broker_thresholds
 from quotaplane.topics.engine.decision import (
@@ -119,7 +120,7 @@ def observed_meters(observation: Observation) -> list[MeterSnapshot]:
     lost shuffle observes its tasks again)."""
     snapshots = {(r["broker_id"], r["topic"]): MeterSnapshot(**r.asDict())
                  for r in observation.get["meters"]}
-    return [snapshots[k] for k in sorted(snapshots, key=lambda k: (k[0], k[1] is not None, k[1] or ""))]
+    return [snapshots[k] for k in sorted(snapshots, key=lambda k: nulls_first(*k))]
 
 
 def _meter_columns() -> list[Column]:
