@@ -1,4 +1,4 @@
-"""Shared test fixtures: one SparkSession for the whole test session, hypothesis profiles."""
+"""Shared test fixtures: one SparkSession per test process (`-n 2`: two), hypothesis profiles."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    """The one local SparkSession shared by every Spark test (2 cores, small shuffles)."""
+    """The one local SparkSession shared by every Spark test of this process (2 cores, small shuffles)."""
     from quotaplane.core.spark.session import build_session
 
     session = build_session(
