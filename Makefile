@@ -45,7 +45,9 @@ $(STAMP): pyproject.toml | check-prereqs
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m quotaplane.build_class_archive
 	@touch $(STAMP)
 
 clean:
+	-test -x $(BIN)/python && $(BIN)/python -m quotaplane.build_class_archive --remove
 	rm -rf $(VENV) out .pytest_cache .ruff_cache .hypothesis

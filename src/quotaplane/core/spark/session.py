@@ -11,6 +11,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from quotaplane.core.spark.class_archive import sharing_options
+
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 # Settings that make a small, deterministic, quiet embedded Spark. Every value can be overridden
@@ -64,8 +66,14 @@ def build_session(
         session.addArtifacts(str(package_zip()), pyfile=True)
         return session
     builder = SparkSession.builder.appName(app_name)
-    if master or not launched_by_spark_submit():
+    if not launched_by_spark_submit():
         builder = builder.master(master or "local[*]")
+        shared = sharing_options()  # the JVM this session starts maps the class archive
+        if shared:
+            java_options = conf.get("spark.driver.extraJavaOptions", "")
+            conf["spark.driver.extraJavaOptions"] = f"{java_options} {shared}".strip()
+    elif master:
+        builder = builder.master(master)
     for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
