@@ -6,6 +6,8 @@ Many generated examples run here cheaply; the Spark differential test then check
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -18,7 +20,7 @@ from quotaplane.clients.engine.quota_types import QUOTA_TYPES
 from quotaplane.clients.engine.resolution import QuotaResolver
 from quotaplane.clients.engine.settings import ClientQuotaSettings
 from quotaplane.clients.engine.storage_factor import FactorTimeline, StorageDecision
-from quotaplane.clients.spark.groups import FactorTable, group_function
+from quotaplane.clients.spark.groups import FactorTable, decider
 from quotaplane.core.javamath import long_to_int, math_round
 from tests.clients.scenarios import (
     configs,
@@ -32,6 +34,40 @@ from tests.clients.scenarios import (
 COMPARED = ("tag_user", "tag_client_id", "value_units", "quota_limit", "quota_level", "quota_source",
             "throttle_factor", "rate", "window_ms", "tokens", "utilisation_pct", "violated", "throttled",
             "throttle_time_ms")
+
+
+def group_function(settings: ClientQuotaSettings,
+                   factors: FactorTable) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """`decider` over a pandas frame of one config, broker and type (`tag_id`, `ts_ms`, `value`,
+    `base_limit`, `quota_level`, `_file`, `_row`, ...), in any order, sorted and answered as the
+    stage's partition function does (`quotaplane.clients.spark.partition`)."""
+    decide = decider(settings, factors)
+
+    def evaluate_groups(pdf: pd.DataFrame) -> pd.DataFrame:
+        columns = {name: pdf[name].to_numpy() for name in pdf.columns}
+        order = np.lexsort((columns["_row"], columns["_file"], columns["ts_ms"], columns["tag_id"]))
+        columns = {name: array[order] for name, array in columns.items()}
+        quota_type = QUOTA_TYPES[int(columns["type_code"][0])]
+        t = columns["ts_ms"].astype(np.int64)
+        value = columns["value"].astype(np.float64)
+        d = decide(quota_type, int(columns["broker_id"][0]), t, value,
+                   columns["base_limit"].astype(np.float64), columns["tag_id"])
+        level = columns["quota_level"].astype(np.int64)
+        r = d.result
+        return pd.DataFrame({
+            "config_id": columns["config_id"], "broker_id": columns["broker_id"],
+            "type_code": columns["type_code"], "key_id": columns["key_id"], "ts_ms": t, "value": value,
+            "value_units": d.units, "quota_limit": d.limit,
+            "quota_level": np.where(level > 0, level, np.nan),
+            "source_code": d.source.astype(np.int32), "throttle_factor": d.factor,
+            "rate": r.rate, "window_ms": r.window_ms, "tokens": r.tokens,
+            "utilisation_pct": kernels.utilisation(r.rate, d.limit),
+            "violated": r.violated, "throttled": r.throttle_ms > 0,
+            "throttle_time_ms": r.throttle_ms.astype(np.int32),
+            "seq": d.seq, "_file": columns["_file"], "_row": columns["_row"],
+        }, copy=False)
+
+    return evaluate_groups
 
 
 def run_groups(config, settings_: ClientQuotaSettings, requests: list[ClientRequest],

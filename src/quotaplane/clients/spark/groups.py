@@ -23,7 +23,6 @@ from quotaplane.clients.engine.quota_types import (
     FETCH,
     NANOS_TO_PERCENTAGE_PER_SECOND,
     PRODUCE,
-    QUOTA_TYPES,
     REQUEST,
 )
 from quotaplane.clients.engine.settings import STRICT, ClientQuotaSettings
@@ -159,37 +158,3 @@ def decider(settings: ClientQuotaSettings, factors: FactorTable) -> Decide:
         return base, np.where(has_client, 1, 0), np.full(t.size, np.nan)
 
     return decide
-
-
-def group_function(settings: ClientQuotaSettings,
-                   factors: FactorTable) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    """`decide` over a pandas frame of one config, broker and type (`tag_id`, `ts_ms`, `value`,
-    `base_limit`, `quota_level`, `_file`, `_row`, ...), in any order: the group code the tests
-    drive, as the partition function does."""
-    decide = decider(settings, factors)
-
-    def evaluate_groups(pdf: pd.DataFrame) -> pd.DataFrame:
-        columns = {name: pdf[name].to_numpy() for name in pdf.columns}
-        order = np.lexsort((columns["_row"], columns["_file"], columns["ts_ms"], columns["tag_id"]))
-        columns = {name: array[order] for name, array in columns.items()}
-        quota_type = QUOTA_TYPES[int(columns["type_code"][0])]
-        t = columns["ts_ms"].astype(np.int64)
-        value = columns["value"].astype(np.float64)
-        d = decide(quota_type, int(columns["broker_id"][0]), t, value,
-                   columns["base_limit"].astype(np.float64), columns["tag_id"])
-        level = columns["quota_level"].astype(np.int64)
-        r = d.result
-        return pd.DataFrame({
-            "config_id": columns["config_id"], "broker_id": columns["broker_id"],
-            "type_code": columns["type_code"], "key_id": columns["key_id"], "ts_ms": t, "value": value,
-            "value_units": d.units, "quota_limit": d.limit,
-            "quota_level": np.where(level > 0, level, np.nan),
-            "source_code": d.source.astype(np.int32), "throttle_factor": d.factor,
-            "rate": r.rate, "window_ms": r.window_ms, "tokens": r.tokens,
-            "utilisation_pct": kernels.utilisation(r.rate, d.limit),
-            "violated": r.violated, "throttled": r.throttle_ms > 0,
-            "throttle_time_ms": r.throttle_ms.astype(np.int32),
-            "seq": d.seq, "_file": columns["_file"], "_row": columns["_row"],
-        }, copy=False)
-
-    return evaluate_groups
