@@ -18,13 +18,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from quotaplane.core.spark.class_archive import DISABLE_ENV, archive_path, recording_options
-
 
 def record(target: Path) -> None:
     """Run the bundled example in a driver JVM that writes its classes to `target` at exit, and
     wait for that JVM to exit (it writes the archive then)."""
     from quotaplane.core.runner import run_pipeline
+    from quotaplane.core.spark.class_archive import recording_options
     from quotaplane.core.spark.session import DEFAULT_CONF, build_session
     from quotaplane.registry import POLICIES
     from quotaplane.run_command import bundled_example
@@ -43,6 +42,8 @@ def record(target: Path) -> None:
 
 def build(force: bool = False) -> int:
     """Build the archive unless it is there; print what happened. Always 0 (never fails a set-up)."""
+    from quotaplane.core.spark.class_archive import DISABLE_ENV, archive_path
+
     path = archive_path()
     if path is None:
         print("class archive: no java found; Spark will start without one")
@@ -71,6 +72,8 @@ def build(force: bool = False) -> int:
 
 def remove() -> int:
     """Remove this installation's archive, if any (another installation's stays)."""
+    from quotaplane.core.spark.class_archive import archive_path
+
     path = archive_path()
     if path is not None and path.is_file():
         path.unlink()
