@@ -13,7 +13,6 @@ import re
 _PART = r"[^/ \t\n\r\f\x0b]+"  # a name part: no `/`, no ASCII white space
 TOPIC_PATTERN_JAVA = rf"^persistent://{_PART}/{_PART}/{_PART}\z"
 NAMESPACE_PATTERN_JAVA = rf"^persistent://({_PART}/{_PART})/"
-PARTITION_PATTERN_JAVA = r"-partition-([0-9]{1,18})\z"
 NAMESPACE_KEY_PATTERN = rf"{_PART}/{_PART}"
 
 _TOPIC = re.compile(rf"persistent://({_PART}/{_PART})/{_PART}")

@@ -26,7 +26,7 @@ DECISIONS_TABLE = "client_request_decisions"
 STORAGE_DECISIONS = "storage_decisions"
 LATE_REASON = "a request before the watermark already decided (its broker's sensors have moved on)"
 
-# `client_request_decisions` as the batch stage writes it (`spark.evaluate.DECISION_COLUMNS`
+# `client_request_decisions` as the batch stage writes it (`spark.partition.DECISION_FIELDS`
 # without config_id/_file/_row, then `quota_value`): every column but `seq` is the reference
 # outcome's field of that name (the mapping of tests/clients/test_differential.py).
 DECISION_COLUMNS = (

@@ -15,6 +15,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from quotaplane.core.ordering import nulls_first
 from quotaplane.core.report import Section
 
 TOP = 10
@@ -118,7 +119,7 @@ def storage_section(decisions: Sequence[Mapping[str, Any]], produce_intervals: S
     by_broker: dict[Any, list[Mapping[str, Any]]] = {}
     for d in decisions:
         by_broker.setdefault(d.get("observing_broker_id"), []).append(d)
-    for broker, rows in sorted(by_broker.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):
+    for broker, rows in sorted(by_broker.items(), key=lambda kv: nulls_first(kv[0])):
         rows = _within(sorted(rows, key=lambda r: r["ts_ms"]), span)
         ax_factor.step([_time(r["ts_ms"]) for r in rows], [r["throttle_factor"] for r in rows], where="post",
                        label="cluster" if broker is None else f"broker {broker}")

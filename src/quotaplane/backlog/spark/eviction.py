@@ -20,7 +20,6 @@ from quotaplane.backlog.engine.model import SIZE, TIME
 from quotaplane.backlog.spark.checks import slowest_key, used
 from quotaplane.core.javamath import double_to_int, double_to_long
 
-COLUMNS = ("ts_ms", "topic", "quota_type", "subscription", "entries", "bytes")
 EVICTION_COLUMNS = ("_ev_type", "_ev_subscription", "_ev_entries", "_ev_bytes")
 
 

@@ -34,8 +34,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
 from quotaplane.backlog.config import BacklogPolicies
-from quotaplane.backlog.engine.model import SIZE, TIME
-from quotaplane.backlog.engine.stats import namespace_metrics
+from quotaplane.backlog.engine.stats import broker_evictions, namespace_metrics
 from quotaplane.backlog.metrics import BacklogMetrics
 from quotaplane.backlog.outputs import BacklogChecks
 from quotaplane.backlog.report import build_sections
@@ -54,41 +53,46 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
     """Evaluate the backlog quotas of the run; provide `BacklogChecks` in `outputs`."""
     path = ctx.find_input(INPUT)
     assert path is not None, "the runner runs a stage only when its input is present"
-    with ctx.progress.step("backlog: read snapshots and check every tick"):
-        read = read_rows(ctx.spark, path)
-        rows = decided_rows(read.checked.select(*read.schema.field_names, REASON), policies)
-        result = evaluation(rows.persist(StorageLevel.MEMORY_AND_DISK))
-        start = time.perf_counter()
-        totals = [r.asDict(recursive=True) for r in result.totals.collect()]
-        duration = time.perf_counter() - start
-        counts = _counts(read, totals)
-        topics = T.checked(totals)
-    with ctx.progress.step("backlog: write tables"):
-        _write(result.checks, ctx.out_dir / "backlog_checks")
-        _write(result.evictions, ctx.out_dir / "backlog_evictions")
-        _write_quarantine(read, counts, ctx.out_dir / "quarantine" / INPUT)
-        stats = T.topic_stats(topics)
-        parts = T.partitioned_stats(stats)
-        _write(T.frame(ctx.spark, stats, T.TOPIC_STATS_SCHEMA), ctx.out_dir / "backlog_topic_stats")
-        _write(T.frame(ctx.spark, parts, T.PARTITIONED_STATS_SCHEMA),
-               ctx.out_dir / "backlog_partitioned_stats")
-        _write_stats_json(stats, parts, ctx.out_dir / "backlog_topic_stats.json")
-    with ctx.progress.step("backlog: metrics and report"):
-        ctx.registry.register(_metrics(topics, policies, duration))
-        table = topic_table(topics)
-        lo = min((t["first_ts"] for t in topics), default=0)
-        hi = max((t["last"]["ts_ms"] for t in topics), default=0)
-        aggregates = series(result.checks, lo, hi, list(table["topic"].head(PLOTTED_TOPICS)))
-        summary = _summary(totals, tick_count(aggregates), policies, duration, len(parts))
-        kpis = [("check ticks", summary["ticks"]), ("topics", summary["topics"]),
-                ("size exceeded (topic-ticks)", summary["size_exceeded"]),
-                ("time exceeded (topic-ticks)", summary["time_exceeded"]),
-                ("eviction runs size / time", f"{summary['size_evictions']} / {summary['time_evictions']}"),
-                ("check duration (s)", round(duration, 2))]
-        notes = [] if not counts.quarantined else [
-            f"{counts.quarantined} snapshot rows were quarantined (quarantine/{INPUT})."]
-        sections = build_sections(report_data(table, aggregates, kpis, notes))
-    rows.unpersist()
+    rows: DataFrame | None = None
+    try:
+        with ctx.progress.step("backlog: read snapshots and check every tick"):
+            read = read_rows(ctx.spark, path)
+            rows = decided_rows(read.checked.select(*read.schema.field_names, REASON), policies)
+            result = evaluation(rows.persist(StorageLevel.MEMORY_AND_DISK))
+            start = time.perf_counter()
+            totals = [r.asDict(recursive=True) for r in result.totals.collect()]
+            duration = time.perf_counter() - start
+            counts = _counts(read, totals)
+            topics = T.checked(totals)
+        with ctx.progress.step("backlog: write tables"):
+            _write(result.checks, ctx.out_dir / "backlog_checks")
+            _write(result.evictions, ctx.out_dir / "backlog_evictions")
+            _write_quarantine(read, counts, ctx.out_dir / "quarantine" / INPUT)
+            stats = T.topic_stats(topics)
+            parts = T.partitioned_stats(stats)
+            _write(T.frame(ctx.spark, stats, T.TOPIC_STATS_SCHEMA), ctx.out_dir / "backlog_topic_stats")
+            _write(T.frame(ctx.spark, parts, T.PARTITIONED_STATS_SCHEMA),
+                   ctx.out_dir / "backlog_partitioned_stats")
+            _write_stats_json(stats, parts, ctx.out_dir / "backlog_topic_stats.json")
+        with ctx.progress.step("backlog: metrics and report"):
+            ctx.registry.register(_metrics(topics, policies, duration))
+            table = topic_table(topics)
+            lo = min((t["first_ts"] for t in topics), default=0)
+            hi = max((t["last"]["ts_ms"] for t in topics), default=0)
+            aggregates = series(result.checks, lo, hi, list(table["topic"].head(PLOTTED_TOPICS)))
+            summary = _summary(totals, tick_count(aggregates), policies, duration, len(parts))
+            kpis = [("check ticks", summary["ticks"]), ("topics", summary["topics"]),
+                    ("size exceeded (topic-ticks)", summary["size_exceeded"]),
+                    ("time exceeded (topic-ticks)", summary["time_exceeded"]),
+                    ("eviction runs size / time",
+                     f"{summary['size_evictions']} / {summary['time_evictions']}"),
+                    ("check duration (s)", round(duration, 2))]
+            notes = [] if not counts.quarantined else [
+                f"{counts.quarantined} snapshot rows were quarantined (quarantine/{INPUT})."]
+            sections = build_sections(report_data(table, aggregates, kpis, notes))
+    finally:
+        if rows is not None:
+            rows.unpersist()
     summary["input"] = counts.as_dict()
     outputs.provide(BacklogChecks(ctx.spark.read.parquet(str(ctx.out_dir / "backlog_checks"))))
     console = [
@@ -134,11 +138,9 @@ def _metrics(topics: list[T.Totals], policies: BacklogPolicies, duration: float)
     broker = policies.broker
     per_topic = T.topic_metrics(topics)
     namespaces = namespace_metrics(per_topic)
-    totals = {SIZE: sum(n.size_evictions for n in namespaces),
-              TIME: sum(n.time_evictions for n in namespaces)}
     return BacklogMetrics(broker.cluster_name, broker.expose_topic_level_metrics,
                           per_topic if broker.expose_topic_level_metrics else [], [duration],
-                          namespaces=namespaces, broker_totals=totals)
+                          namespaces=namespaces, broker_totals=broker_evictions(per_topic))
 
 
 def _summary(totals: list[T.Totals], ticks: int, policies: BacklogPolicies, duration: float,

@@ -25,8 +25,8 @@ TABLE_DROPS = ("config_id", "_file", "_row")
 def evaluate_requests(requests: DataFrame, configs: Mapping[int, ClientQuotaConfig],
                       settings: ClientQuotaSettings, factors: FactorTable | None = None,
                       partitions: int | None = None, columns: Sequence[str] | None = None) -> DataFrame:
-    """Per-request decisions (`DECISION_COLUMNS`, plus `quota_value` when the KIP-786 metric is on;
-    only `columns` of them when given).
+    """Per-request decisions (`partition.DECISION_FIELDS` less `TABLE_DROPS`, plus `quota_value`
+    when the KIP-786 metric is on; only `columns` of them when given).
 
     `requests` has the telemetry fields plus `config_id` (which of `configs` applies), `_file` and
     `_row` (longs: the input order, which breaks ties between requests of one group at the same

@@ -47,7 +47,6 @@ DECISION_FIELDS = [
     ("throttle_time_ms", T.IntegerType()), ("seq", T.LongType()), ("_file", T.LongType()),
     ("_row", T.LongType()),
 ]
-DECISION_COLUMNS = [name for name, _ in DECISION_FIELDS]
 QUOTA_VALUE = ("quota_value", T.DoubleType())
 
 # never null; with every request recorded (every type of every configuration), neither these

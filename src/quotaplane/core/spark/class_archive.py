@@ -2,11 +2,11 @@
 
 Spark's driver loads and verifies well over ten thousand classes before and during its first jobs.
 Mapped from an archive written by an earlier run, they cost a fraction of that: on the bundled
-example the run's steps take about 15% less and the process ends about 10 s sooner
-(docs/performance.md). The archive belongs to one Java and one Spark installation: its name is a
-key of both, so a JVM never maps an archive of another installation. It is built once
-(`python -m quotaplane.build_class_archive`, which the Makefile's set-up runs) under the cache
-directory; an embedded session started afterwards maps it, and one started without it runs as before.
+example a whole `quotaplane run` took 60 s instead of 68 s (docs/performance.md). The archive
+belongs to one Java and one Spark installation: its name is a key of both, so a JVM never maps an
+archive of another installation. It is built once (`python -m quotaplane.build_class_archive`, which
+the Makefile's set-up runs) under the cache directory; an embedded session started afterwards maps
+it, and one started without it runs as before.
 """
 
 from __future__ import annotations
