@@ -45,8 +45,9 @@ def _when(ms: Any) -> str:
     return datetime.fromtimestamp(int(ms) / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-def rate_figure(series: pd.DataFrame) -> Figure:
-    """Highest one-minute rate per interval (solid) against the topic's threshold (dashed)."""
+def rate_figure(series: pd.DataFrame, interval_ms: int) -> Figure:
+    """Highest one-minute rate per point (`interval_ms` wide, solid) against the topic's threshold
+    (dashed)."""
     fig = Figure(figsize=(10, 4))
     ax = fig.add_subplot(1, 1, 1)
     for i, ((broker_id, topic), rows) in enumerate(series.groupby(["broker_id", "topic"], sort=True)):
@@ -56,7 +57,8 @@ def rate_figure(series: pd.DataFrame) -> Figure:
         ax.plot(when, rows["max_topic_rate"], color=color, lw=1.2, label=f"{topic} @ broker {broker_id}")
         ax.plot(when, rows["max_topic_threshold"], color=color, lw=0.9, ls="--")
     ax.set_ylabel("bytes/s")
-    ax.set_title("Topic one-minute bytes-in rate (solid, highest per interval) and threshold (dashed)")
+    ax.set_title(f"Topic one-minute bytes-in rate (solid, highest per {interval_ms / 1000:g} s) "
+                 "and threshold (dashed)")
     ax.grid(alpha=0.3)
     if len(series):
         ax.legend(fontsize=7, loc="best")
@@ -115,8 +117,8 @@ def build_sections(data: TopicReportData) -> list[Section]:
           float(r.max_topic_rate), _threshold_range(r), r.threshold_source] for r in over.itertuples()],
         empty="No request was throttled.")
     if len(data.series):
-        s.figure(rate_figure(data.series), "Topics with the most dropped bytes: peak one-minute rate per "
-                 "interval and threshold")
+        s.figure(rate_figure(data.series, data.interval_ms), "Topics with the most dropped bytes: peak "
+                 f"one-minute rate per {data.interval_ms / 1000:g} s and threshold")
         s.figure(dropped_figure(data.series, data.interval_ms),
                  f"Throttled bytes per {data.interval_ms / 1000:g} s")
     s.heading("Requests above message.max.bytes")
