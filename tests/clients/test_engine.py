@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from quotaplane.clients.engine.entities import DEFAULT, ClientQuotaConfig, QuotaEntity
-from quotaplane.clients.engine.evaluate import ClientQuotaEngine, ClientRequest, value_units
+from quotaplane.clients.engine.evaluate import (
+    ClientQuotaEngine,
+    ClientRequest,
+    is_recorded,
+    records_every_type,
+    value_units,
+)
+from quotaplane.clients.engine.resolution import QuotaResolver
 from quotaplane.clients.engine.settings import PERMISSIVE, ClientQuotaSettings
 from quotaplane.clients.engine.storage_factor import FactorTimeline, StorageDecision
 
@@ -78,6 +85,20 @@ def test_unconfigured_types_are_not_recorded() -> None:
     out = ClientQuotaEngine(config(producer_byte_rate=10)).evaluate([req(0, "fetch", 10**9)])
     o = out[0]
     assert not o.recorded and o.rate is None and o.throttle_time_ms == 0 and o.quota_limit is None
+
+
+def test_a_type_is_recorded_when_some_entity_sets_it_or_it_is_produce_with_the_callback() -> None:
+    resolver = QuotaResolver(config(producer_byte_rate=10))
+    plain, combined = ClientQuotaSettings(), ClientQuotaSettings(storage_combined=True)
+    assert is_recorded(resolver, "produce", plain) and not is_recorded(resolver, "fetch", plain)
+    empty = QuotaResolver(ClientQuotaConfig({}))
+    assert not is_recorded(empty, "produce", plain) and is_recorded(empty, "produce", combined)
+    assert not is_recorded(empty, "fetch", combined)
+    every = config(producer_byte_rate=1, consumer_byte_rate=1, request_percentage=1,
+                   controller_mutation_rate=1)
+    assert records_every_type([every], plain)
+    assert not records_every_type([every, config(producer_byte_rate=1)], plain)
+    assert records_every_type([], plain)
 
 
 def test_unlimited_groups_are_still_measured_when_the_type_is_enabled() -> None:

@@ -20,7 +20,7 @@ is installed). For each request, in time order (input order for equal times):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from quotaplane.clients.engine.entities import ClientQuotaConfig
@@ -29,6 +29,7 @@ from quotaplane.clients.engine.quota_types import (
     FETCH,
     NANOS_TO_PERCENTAGE_PER_SECOND,
     PRODUCE,
+    QUOTA_TYPES,
     QUOTA_VALUE_TYPES,
     REQUEST,
 )
@@ -110,6 +111,19 @@ def utilisation(rate: float | None, limit: float | None) -> float | None:
     return rate / limit * 100.0
 
 
+def is_recorded(resolver: QuotaResolver, quota_type: str, settings: ClientQuotaSettings) -> bool:
+    """Whether Kafka records a request of `quota_type`: some entity sets a quota of the type
+    (`ClientQuotaManager.quotaTypesEnabled`), or it is produce and the storage callback is installed
+    (the callback always supplies a produce quota)."""
+    return resolver.enabled(quota_type) or (quota_type == PRODUCE and settings.storage_combined)
+
+
+def records_every_type(configs: Iterable[ClientQuotaConfig], settings: ClientQuotaSettings) -> bool:
+    """Whether every quota type of every configuration is recorded (`is_recorded`)."""
+    return all(is_recorded(resolver, t, settings)
+               for resolver in map(QuotaResolver, configs) for t in QUOTA_TYPES)
+
+
 def effective_limit(resolved: Resolved, quota_type: str, settings: ClientQuotaSettings,
                     factor: float) -> tuple[float | None, str | None]:
     """The limit a request is checked against, and where its base came from.
@@ -163,8 +177,7 @@ class ClientQuotaEngine:
         return [o for o in outcomes if o is not None]
 
     def recorded(self, quota_type: str) -> bool:
-        return self.resolver.enabled(quota_type) or (
-            quota_type == PRODUCE and self.settings.storage_combined)
+        return is_recorded(self.resolver, quota_type, self.settings)
 
     def process(self, r: ClientRequest) -> RequestOutcome:
         """One request; requests must come in time order."""

@@ -24,7 +24,8 @@ from pyspark.sql import types as T
 
 from quotaplane.clients.engine import kernels
 from quotaplane.clients.engine.entities import ClientQuotaConfig
-from quotaplane.clients.engine.quota_types import PRODUCE, QUOTA_TYPES, QUOTA_VALUE_TYPES
+from quotaplane.clients.engine.evaluate import is_recorded, records_every_type
+from quotaplane.clients.engine.quota_types import QUOTA_TYPES, QUOTA_VALUE_TYPES
 from quotaplane.clients.engine.resolution import QuotaResolver
 from quotaplane.clients.engine.settings import ClientQuotaSettings
 from quotaplane.clients.spark.groups import SOURCES, FactorTable, decider, units_of
@@ -58,13 +59,6 @@ def decision_schema(quota_value_metric: bool, all_recorded: bool = False) -> T.S
     fields = [*DECISION_FIELDS, QUOTA_VALUE] if quota_value_metric else DECISION_FIELDS
     never = _NEVER_NULL | _ALL_RECORDED_NEVER_NULL if all_recorded else _NEVER_NULL
     return T.StructType([T.StructField(name, kind, name not in never) for name, kind in fields])
-
-
-def records_every_type(configs: Mapping[int, ClientQuotaConfig], settings: ClientQuotaSettings) -> bool:
-    """Whether every quota type of every configuration is recorded (some entity sets its quota, or
-    produce with the storage callback)."""
-    return all(resolver.enabled(t) or (t == PRODUCE and settings.storage_combined)
-               for resolver in map(QuotaResolver, configs.values()) for t in QUOTA_TYPES)
 
 
 @dataclass(frozen=True)
@@ -133,8 +127,7 @@ def partition_function(configs: Mapping[int, ClientQuotaConfig], settings: Clien
             tag_clients.append(tags.client_id)
             limits.append(np.nan if resolved.limit is None else float(resolved.limit))
             levels.append(resolved.level or 0)
-            flags.append(resolver.enabled(quota_type)
-                         or (quota_type == PRODUCE and settings.storage_combined))
+            flags.append(is_recorded(resolver, quota_type, settings))
             tag_codes.append(tag_ids.setdefault((config_id, code, tags.user, tags.client_id), len(tag_ids)))
         keys = _Keys(pa.array(tag_users, type=pa.string()), pa.array(tag_clients, type=pa.string()),
                      np.array(tag_codes, dtype=np.int64), np.array(limits, dtype=np.float64),
@@ -230,5 +223,5 @@ def partition_function(configs: Mapping[int, ClientQuotaConfig], settings: Clien
 def output_schema(configs: Mapping[int, ClientQuotaConfig], settings: ClientQuotaSettings,
                   columns: Sequence[str] | None = None) -> T.StructType:
     """The decisions' schema (`columns` of it, by default all)."""
-    full = decision_schema(settings.quota_value_metric, records_every_type(configs, settings))
+    full = decision_schema(settings.quota_value_metric, records_every_type(configs.values(), settings))
     return T.StructType([f for f in full if columns is None or f.name in columns])

@@ -30,8 +30,7 @@ from pyspark.sql import functions as F
 from quotaplane.clients import metrics as client_metrics
 from quotaplane.clients import report as client_report
 from quotaplane.clients.engine.entities import ClientQuotaConfig
-from quotaplane.clients.engine.quota_types import PRODUCE, QUOTA_TYPES
-from quotaplane.clients.engine.resolution import QuotaResolver
+from quotaplane.clients.engine.evaluate import records_every_type
 from quotaplane.clients.engine.settings import ClientQuotaSettings
 from quotaplane.clients.records import CLIENT_REQUESTS
 from quotaplane.clients.spark import report_data
@@ -161,8 +160,7 @@ def _unrecorded(decisions: DataFrame, config: ClientQuotaConfig,
                 settings: ClientQuotaSettings) -> dict[str, int]:
     """Requests per quota type that Kafka does not record: counted only when the configuration
     leaves a type unrecorded (otherwise every request is in a sharing group's intervals)."""
-    resolver = QuotaResolver(config)
-    if all(resolver.enabled(t) or (t == PRODUCE and settings.storage_combined) for t in QUOTA_TYPES):
+    if records_every_type([config], settings):
         return {}
     rows = (decisions.where(~F.col("recorded")).groupBy("quota_type")
             .agg(F.count(F.lit(1)).alias("n")).collect())
