@@ -1,10 +1,11 @@
 """The check of every (tick, topic): `DataFrame -> DataFrame` transforms (spec: Backlog Quota
 Eviction in the Broker; rules in `quotaplane.backlog.engine.checks`).
 
-The rows are every snapshot of a (tick, topic), used (`used()`) or quarantined. The used
-subscription holding the oldest unacknowledged message (ties: larger backlog, then subscription
-name) is the minimum of `oldest_value` over the tick's used rows, an unordered window (the stage
-computes it, `quotaplane.backlog.spark.evaluate`); `with_oldest` copies its values to every row.
+The rows are every snapshot of a (tick, topic), used (`used_row()`: it passed the row and group
+rules) or quarantined. The used subscription holding the oldest unacknowledged message (ties:
+larger backlog, then subscription name) is the minimum of `oldest_value` over the tick's used
+rows, an unordered window (the stage computes it, `quotaplane.backlog.spark.evaluate`);
+`with_oldest` copies its values to every row.
 `decide` adds the topic backlog, its age, the exceeded quota and the action; `topic_rows` keeps the
 one row per (tick, topic) that holds its check (`_rank1`).
 """
@@ -18,13 +19,7 @@ from pyspark.sql import functions as F
 
 from quotaplane.backlog.config import CONSUMER_BACKLOG_EVICTION, PRODUCER_EXCEPTION, PRODUCER_REQUEST_HOLD
 from quotaplane.backlog.engine.model import SIZE, TIME
-from quotaplane.core.spark.readers import REASON
-
-
-def used() -> Column:
-    """The row passed every rule (row and group rules): it takes part in its tick's check."""
-    return F.col(REASON).isNull()
-
+from quotaplane.core.spark.readers import used_row
 
 # The per-(tick, topic) columns, with their public names.
 TOPIC_COLUMNS = (
@@ -63,7 +58,7 @@ def with_oldest(df: DataFrame) -> DataFrame:
     return (df.select("*", F.col("_o.key.publish").alias("_o_publish"), F.col("_o.close").alias("_o_close"),
                       F.col("_o.size").alias("_o_size"), F.col("_o.entries").alias("_o_entries"),
                       F.col("_o.key.name").alias("_o_subscription"))
-            .withColumn("_rank1", F.coalesce(used() & (F.col("subscription") == F.col("_o_subscription")),
+            .withColumn("_rank1", F.coalesce(used_row() & (F.col("subscription") == F.col("_o_subscription")),
                                              F.lit(False)))
             .drop("_o"))
 

@@ -41,10 +41,10 @@ from quotaplane.backlog.spark.eviction import (
     eviction_rows,
     with_evictions,
 )
-from quotaplane.backlog.spark.reader import duplicates, parent, row_ok, with_reason
+from quotaplane.backlog.spark.reader import duplicates, parent, with_reason
 from quotaplane.backlog.spark.resolve import attach_quotas
 from quotaplane.backlog.spark.stats import topic_totals, with_topic_totals
-from quotaplane.core.spark.readers import REASON
+from quotaplane.core.spark.readers import REASON, used_row
 
 COUNTERS = ("size_evictions_total", "time_evictions_total")
 # what the tables read from the rows (the stage caches only these)
@@ -56,7 +56,7 @@ def _tick_windows(precise: bool) -> list:
     """The window functions over a (tick, topic): the group rules' bounds, the oldest subscription
     (`_o`) and, in estimate mode, the eviction's stop (`_stop`)."""
     tick = Window.partitionBy("topic", "ts_ms")
-    candidate = row_ok() & (F.col("_duplicates") <= 1)
+    candidate = used_row() & (F.col("_duplicates") <= 1)
     out = [F.min(parent()).over(tick).alias("_parent_min"), F.max(parent()).over(tick).alias("_parent_max"),
            F.min(F.when(candidate, oldest_value())).over(tick).alias("_o")]
     if not precise:

@@ -17,8 +17,9 @@ from pyspark.sql import functions as F
 
 from quotaplane.backlog.engine.eviction import REDUCTION_FACTOR
 from quotaplane.backlog.engine.model import SIZE, TIME
-from quotaplane.backlog.spark.checks import slowest_key, used
+from quotaplane.backlog.spark.checks import slowest_key
 from quotaplane.core.javamath import double_to_int, double_to_long
+from quotaplane.core.spark.readers import used_row
 
 EVICTION_COLUMNS = ("_ev_type", "_ev_subscription", "_ev_entries", "_ev_bytes")
 
@@ -61,7 +62,7 @@ def with_evictions(precise: bool) -> Callable[[DataFrame], DataFrame]:
         fraction = (F.col("_cutoff") - publish).cast("double") / (F.col("ts_ms") - publish).cast("double")
         later = F.col("_cutoff") <= publish
         zero = F.lit(0).cast("long")
-        run = used() & F.col("eviction_run")
+        run = used_row() & F.col("eviction_run")
         out = (df
                .withColumn("_target", eviction_target(F.col("size_limit")))
                .withColumn("_cutoff", cutoff)

@@ -12,30 +12,25 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from quotaplane.backlog.records import BACKLOG_SNAPSHOTS, DUPLICATE_REASON, PARENT_CONFLICT_REASON
-from quotaplane.core.spark.readers import REASON, ReadResult, read_telemetry
-
-
-def row_ok() -> Column:
-    """The row passed the reader's row rules (the group rules are checked over these rows)."""
-    return F.col(REASON).isNull()
+from quotaplane.core.spark.readers import REASON, ReadResult, read_telemetry, used_row
 
 
 def duplicates() -> Column:
     """How many rows of the row's (tick, topic, subscription) passed the row rules."""
-    return F.count(F.when(row_ok(), 1)).over(Window.partitionBy("topic", "ts_ms", "subscription"))
+    return F.count(F.when(used_row(), 1)).over(Window.partitionBy("topic", "ts_ms", "subscription"))
 
 
 def parent() -> Column:
     """The row's `partitioned_topic` ("" for none) when it passed the row rules: the rows of a
     (tick, topic) conflict when its minimum and maximum differ."""
-    return F.when(row_ok(), F.coalesce(F.col("partitioned_topic"), F.lit("")))
+    return F.when(used_row(), F.coalesce(F.col("partitioned_topic"), F.lit("")))
 
 
 def with_reason(duplicate_count: Column, parent_min: Column, parent_max: Column) -> Column:
     """`_reason` with the group reasons added to rows that passed the row rules (first wins)."""
     group_reason = (F.when(duplicate_count > 1, F.lit(DUPLICATE_REASON))
                     .when(parent_min != parent_max, F.lit(PARENT_CONFLICT_REASON)))
-    return F.when(row_ok(), group_reason).otherwise(F.col(REASON))
+    return F.when(used_row(), group_reason).otherwise(F.col(REASON))
 
 
 def with_group_rules(checked: DataFrame) -> DataFrame:

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from quotaplane.backlog.engine.model import SIZE, TIME
 from quotaplane.backlog.report import BacklogReportData
 from quotaplane.backlog.spark.topics import Totals
+from quotaplane.core.buckets import bucket_width
 from quotaplane.core.ordering import descending
 
 PLOTTED_TOPICS = 6
@@ -55,10 +56,6 @@ def topic_table(topics: Sequence[Totals]) -> pd.DataFrame:
     return frame
 
 
-def bucket_width(lo: int, hi: int) -> int:
-    return max(1, -(-(hi - lo + 1) // MAX_POINTS))
-
-
 def series(checks: DataFrame, lo: int, hi: int, plotted: list[str]) -> list[Any]:
     """`series_frame`, collected (small: ticks, plotted buckets, topic holders)."""
     return series_frame(checks, lo, hi, plotted).collect()
@@ -71,7 +68,7 @@ def series_frame(checks: DataFrame, lo: int, hi: int, plotted: list[str]) -> Dat
     def runs(quota_type: str) -> Any:
         return F.count(F.when(F.col("eviction_run") & (F.col("exceeded") == quota_type), 1))
 
-    width = bucket_width(lo, hi)
+    width = bucket_width(lo, hi, MAX_POINTS)
     rows = checks.select(
         "ts_ms", "backlog_age_seconds", "time_limit", "eviction_run", "exceeded",
         F.floor((F.col("ts_ms") - F.lit(lo)) / F.lit(width)).alias("_bucket"),

@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 
-import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from quotaplane.backlog.config import BacklogPolicies, QuotaSet
 from quotaplane.backlog.names import NAMESPACE_PATTERN_JAVA
+from quotaplane.backlog.spark.topics import frame
 
 MAP_LOOKUP_MAX = 64
 _WHAT = (("size_limit", T.LongType()), ("size_policy", T.StringType()), ("time_limit", T.LongType()),
@@ -46,14 +46,11 @@ def _by_map(df: DataFrame, key: Column, prefix: str, quotas: Mapping[str, QuotaS
 
 def _by_join(df: DataFrame, key: str, prefix: str, quotas: Mapping[str, QuotaSet]) -> DataFrame:
     """Add the same columns with a broadcast join of a small local table on column `key`."""
-    columns = {key: pd.Series(sorted(quotas), dtype="object")}
-    for i, (w, t) in enumerate(_WHAT):
-        values = [_values(quotas[name])[i] for name in sorted(quotas)]
-        columns[f"{prefix}_{w}"] = pd.Series(values, dtype="Int64" if isinstance(t, T.LongType) else "object")
+    names = [f"{prefix}_{w}" for w, _ in _WHAT]
+    rows = [{key: name, **dict(zip(names, _values(quotas[name]), strict=True))} for name in sorted(quotas)]
     schema = T.StructType([T.StructField(key, T.StringType(), False),
-                           *[T.StructField(f"{prefix}_{w}", t, True) for w, t in _WHAT]])
-    table = df.sparkSession.createDataFrame(pd.DataFrame(columns), schema)
-    return df.join(F.broadcast(table), on=key, how="left")
+                           *[T.StructField(n, t, True) for n, (_, t) in zip(names, _WHAT, strict=True)]])
+    return df.join(F.broadcast(frame(df.sparkSession, rows, schema)), on=key, how="left")
 
 
 def _lookup(df: DataFrame, key: str, prefix: str, quotas: Mapping[str, QuotaSet]) -> DataFrame:

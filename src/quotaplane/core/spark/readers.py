@@ -62,6 +62,11 @@ class ReadCounts:
         return out
 
 
+def used_row() -> Column:
+    """The row has passed every rule checked so far: its `_reason` (REASON) is null."""
+    return F.col(REASON).isNull()
+
+
 @dataclass
 class ReadResult:
     """A validated input: the typed rows to use, and the quarantined rows with their reasons."""
@@ -74,7 +79,7 @@ class ReadResult:
 
     @property
     def used(self) -> DataFrame:
-        return self.checked.where(F.col(REASON).isNull()).select(*self.schema.field_names)
+        return self.checked.where(used_row()).select(*self.schema.field_names)
 
     @property
     def quarantined(self) -> DataFrame:
@@ -96,10 +101,9 @@ def _count(checked: DataFrame, source: str, skipped: tuple[str, ...] = (),
            over_used: Mapping[str, tuple[Callable[[Column], Column], str]] | None = None
            ) -> tuple[ReadCounts, dict[str, Any]]:
     """The counts, and each aggregate of `over_used` over the used rows, in one scan."""
-    used_row = F.col(REASON).isNull()
-    extra = [agg(F.when(used_row, F.col(column))).alias(name)
+    extra = [agg(F.when(used_row(), F.col(column))).alias(name)
              for name, (agg, column) in (over_used or {}).items()]
-    row = checked.agg(F.count(F.lit(1)).alias("read"), F.count(F.when(used_row, 1)).alias("used"),
+    row = checked.agg(F.count(F.lit(1)).alias("read"), F.count(F.when(used_row(), 1)).alias("used"),
                       *extra).collect()[0]
     read, used = int(row["read"]), int(row["used"])
     return ReadCounts(source, read, used, read - used, skipped), {n: row[n] for n in (over_used or {})}
@@ -273,7 +277,7 @@ class CheckedInput:
     @property
     def used(self) -> DataFrame:
         """The used rows: the schema's fields (and `FILE_ID`, `POSITION` if read)."""
-        return self.rows.where(F.col(REASON).isNull()).drop(REASON)
+        return self.rows.where(used_row()).drop(REASON)
 
     def release(self) -> None:
         if self.cached:

@@ -12,6 +12,7 @@ from typing import Any
 from pyspark.sql import DataFrame, Row, Window
 from pyspark.sql import functions as F
 
+from quotaplane.core.buckets import bucket_width
 from quotaplane.core.javamath import LONG_MAX
 from quotaplane.core.ordering import nulls_first
 from quotaplane.storage.config import StorageConfig
@@ -162,7 +163,7 @@ def time_range(units: list[Row]) -> tuple[int, int] | None:
 
 
 def _bucket(start: int, end: int) -> tuple[Any, int]:
-    width = max(1, -(-(end - start + 1) // PLOT_BUCKETS))
+    width = bucket_width(start, end, PLOT_BUCKETS)
     return ((F.col("ts_ms") - F.lit(start)) / F.lit(width)).cast("long"), width
 
 

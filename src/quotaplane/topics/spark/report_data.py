@@ -14,6 +14,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from quotaplane.core.buckets import bucket_width
 from quotaplane.topics.engine.decision import DECISIONS, DEFAULT_SHARE, ERROR, EXPLICIT, THROTTLED
 from quotaplane.topics.report import TOP_TOPICS, TopicReportData
 
@@ -66,8 +67,7 @@ def point_ms(interval_ms: int, first_ms: int, last_ms: int) -> int:
     """The width of a plotted point: the interval, or the smallest whole multiple of it that puts
     the intervals from `first_ms` to `last_ms` into at most `PLOT_POINTS` points (aligned to the
     epoch, so a point may start before `first_ms`: one more point at most)."""
-    intervals = last_ms // interval_ms - first_ms // interval_ms + 1
-    return interval_ms * max(1, -(-intervals // PLOT_POINTS))
+    return interval_ms * bucket_width(first_ms // interval_ms, last_ms // interval_ms, PLOT_POINTS)
 
 
 def collect_report_data(totals: pd.DataFrame, intervals: DataFrame, interval_ms: int,
