@@ -12,8 +12,10 @@ from quotaplane.topics.engine.evaluate import MeterSnapshot, TopicRequest, evalu
 from quotaplane.topics.engine.thresholds import SINCE_START, ThresholdSchedule
 from quotaplane.topics.records import TOPIC_REQUESTS
 from quotaplane.topics.spark.evaluate import (
+    METER_COLUMNS,
     decisions,
     evaluate_requests,
+    meter_table,
     meters,
     observe_meters,
     observed_meters,
@@ -44,8 +46,7 @@ def test_schedule_tables_from_the_config() -> None:
     schedule = ThresholdSchedule(CONFIG)
     assert schedule.explicit_intervals() == [("a", SINCE_START, 5000, 100), ("b", 5000, 7000, 300),
                                              ("b", 7000, None, 900)]
-    assert schedule.deltas() == [(SINCE_START, 0, 100, 1), (5000, 1, -100, -1), (5000, 2, 300, 1),
-                                 (7000, 3, 600, 0)]
+    assert schedule.steps() == ([SINCE_START, 5000, 5000, 7000], [100, 0, 300, 900], [1, 0, 1, 1])
 
 
 def test_thresholds_as_of_each_request(spark) -> None:
@@ -108,3 +109,6 @@ def test_the_meters_observed_while_writing_the_decisions_are_the_meter_rows(spar
     assert got == evaluate(CONFIG, REQUESTS, as_of_ms=20_000).meters  # brokers, then their topics, sorted
     table = [MeterSnapshot(**r.asDict()) for r in meters(rows).collect()]
     assert sorted(got, key=repr) == sorted(table, key=repr)
+    assert meters(rows).columns == list(METER_COLUMNS)
+    written = meter_table(spark, got, meters(rows).schema)
+    assert [MeterSnapshot(**r.asDict()) for r in written.collect()] == got  # each column from its field

@@ -94,12 +94,13 @@ def test_the_schedule_views_agree_with_the_as_of_answers() -> None:
                           key("a", 9): "400", key("b", 12): "", key("b", "012"): "250"})
     assert s.explicit_intervals() == [("a", -(2**63), 5, 100), ("a", 9, None, 400), ("b", 5, 12, 300),
                                       ("b", 12, None, 250)]
-    assert [d[2:] for d in s.deltas()] == [(100, 1), (100, 0), (-200, -1), (300, 1), (400, 1), (-300, -1),
-                                           (250, 1)]
+    times, sums, counts = s.steps()
+    assert list(zip(sums, counts, strict=True)) == [(100, 1), (200, 1), (0, 0), (300, 1), (700, 2), (400, 1),
+                                                     (650, 2)]
     for t in (-(2**63), 4, 5, 8, 9, 11, 12, 13):
         in_force = {topic: v for topic, lo, hi, v in s.explicit_intervals()
                     if lo <= t and (hi is None or t < hi)}
         assert in_force == {topic: s.explicit_at(topic, t) for topic in ("a", "b")
                             if s.explicit_at(topic, t) is not None}
-        steps = [d for d in s.deltas() if d[0] <= t]
-        assert (sum(d[2] for d in steps), sum(d[3] for d in steps)) == s.explicit_totals_at(t)
+        before = [i for i, at in enumerate(times) if at <= t]
+        assert ((sums[before[-1]], counts[before[-1]]) if before else (0, 0)) == s.explicit_totals_at(t)

@@ -72,12 +72,6 @@ class ThresholdSchedule:
                     out.append((topic, times[i], to_ms, values[i]))
         return out
 
-    def deltas(self) -> list[tuple[int, int, int, int]]:
-        """`(ts_ms, seq, change of the explicit sum, change of the explicit count)` per setting."""
-        return [(_effective(c), seq, (c.threshold or 0) - (c.previous or 0),
-                 (c.threshold is not None) - (c.previous is not None))
-                for seq, c in enumerate(self.changes)]
-
     def steps(self) -> tuple[list[int], list[int], list[int]]:
         """When each setting takes effect (ascending), and the explicit sum and count after it."""
         return list(self._step_times), list(self._step_sums), list(self._step_counts)

@@ -18,11 +18,12 @@ does not run the groups twice, nor caches their output: `observe_meters` collect
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import fields
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -63,9 +64,8 @@ _ROW = T.StructType([
 ])
 DECISION_COLUMNS = ("ts_ms", "broker_id", "topic", "bytes", "decision", "reason", "total_rate", "topic_rate",
                     "total_threshold", "topic_threshold", "threshold_source")
-METER_COLUMNS = ("broker_id", "topic", "created_ms", "bytes_in_count", "bytes_in_rate",
-                 "throttled_bytes_in_count", "throttled_bytes_in_rate", "error_bytes_in_count",
-                 "error_bytes_in_rate", "threshold", "threshold_source")
+# the meter rows are `MeterSnapshot`s, column for field
+METER_COLUMNS = tuple(f.name for f in fields(MeterSnapshot))
 _NUMPY = {T.ByteType(): np.int8, T.LongType(): np.int64, T.DoubleType(): np.float64}
 
 
@@ -105,6 +105,12 @@ def decisions(rows: DataFrame) -> DataFrame:
 def meters(rows: DataFrame) -> DataFrame:
     """The final meters (`METER_COLUMNS`; `topic` null for the broker-wide meters)."""
     return rows.where(F.col("row_kind") == METER).select(*_meter_columns())
+
+
+def meter_table(spark: SparkSession, snapshots: Sequence[MeterSnapshot], schema: T.StructType) -> DataFrame:
+    """`snapshots` as a table of `schema` (the schema of `meters`), each column from its field."""
+    return spark.createDataFrame([tuple(getattr(m, name) for name in schema.fieldNames())
+                                  for m in snapshots], schema)
 
 
 def observe_meters(rows: DataFrame) -> tuple[DataFrame, Observation]:

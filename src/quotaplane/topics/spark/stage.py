@@ -35,6 +35,7 @@ from quotaplane.topics.report import build_sections
 from quotaplane.topics.spark.evaluate import (
     decisions,
     evaluate_requests,
+    meter_table,
     meters,
     observe_meters,
     observed_meters,
@@ -83,8 +84,7 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
         observed, observation = observe_meters(rows)
         _write(decisions(observed), out / "topic_decisions")
         meter_rows = observed_meters(observation)
-        _write(ctx.spark.createDataFrame([tuple(m.as_dict().values()) for m in meter_rows],
-                                         meters(rows).schema), out / "topic_meters")
+        _write(meter_table(ctx.spark, meter_rows, meters(rows).schema), out / "topic_meters")
         decided_schema = decisions(rows).schema
         checked.release()
     # read back as written (every column nullable, as the tables derived from it have always been)
