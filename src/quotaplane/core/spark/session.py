@@ -30,6 +30,9 @@ DEFAULT_CONF: dict[str, str] = {
     # a stage caches rows only for the few steps of one run: compressing them costs more CPU than
     # reading them back saves (storage's keyed rows: docs/performance.md)
     "spark.sql.inMemoryColumnarStorage.compressed": "false",
+    # PySpark otherwise records the Python call site of every Column function for Spark's error
+    # context: several py4j round trips each, about 2 s of the bundled example (docs/performance.md)
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
     "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}",
     "spark.executor.extraJavaOptions": f"-Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}",
 }
