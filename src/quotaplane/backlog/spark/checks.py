@@ -82,20 +82,24 @@ def decide(precise: bool) -> Callable[[DataFrame], DataFrame]:
                   .when(F.col("exceeded") == TIME, F.col("time_policy")))
         producers = (F.when(F.col("action") == PRODUCER_REQUEST_HOLD, F.lit("held"))
                      .when(F.col("action") == PRODUCER_EXCEPTION, F.lit("failed")))
+        # each `withColumns` adds the columns that need only the ones before it: one projection
+        # for Spark to analyse per step rather than one per column
         return (df
-                .withColumn("age_base_ms", base)
-                .withColumn("topic_backlog_size_bytes", size)
-                .withColumn("topic_backlog_entries", F.when(has_oldest, F.col("_o_entries"))
-                            .otherwise(F.lit(0).cast("long")))
-                .withColumn("oldest_subscription", F.when(has_oldest, F.col("_o_subscription")))
+                .withColumns({
+                    "age_base_ms": base,
+                    "topic_backlog_size_bytes": size,
+                    "topic_backlog_entries": F.when(has_oldest, F.col("_o_entries"))
+                    .otherwise(F.lit(0).cast("long")),
+                    "oldest_subscription": F.when(has_oldest, F.col("_o_subscription")),
+                })
                 .withColumn("_elapsed_ms", F.col("ts_ms") - F.col("age_base_ms"))
-                .withColumn("backlog_age_seconds", whole_seconds())
+                .withColumns({"backlog_age_seconds": whole_seconds(), "exceeded": exceeded})
                 .drop("_elapsed_ms")
-                .withColumn("exceeded", exceeded)
                 .withColumn("action", action)
-                .withColumn("producers", producers)
-                .withColumn("eviction_run", F.coalesce(F.col("action") == CONSUMER_BACKLOG_EVICTION,
-                                                       F.lit(False))))
+                .withColumns({
+                    "producers": producers,
+                    "eviction_run": F.coalesce(F.col("action") == CONSUMER_BACKLOG_EVICTION, F.lit(False)),
+                }))
 
     return transform
 

@@ -63,29 +63,34 @@ def with_evictions(precise: bool) -> Callable[[DataFrame], DataFrame]:
         later = F.col("_cutoff") <= publish
         zero = F.lit(0).cast("long")
         run = used_row() & F.col("eviction_run")
-        out = (df
-               .withColumn("_target", eviction_target(F.col("size_limit")))
-               .withColumn("_cutoff", cutoff)
-               # Size: the first skip on the slowest cursor.
-               .withColumn("_skip", F.when(size > F.col("_target"), double_to_int.column(
-                   (size - F.col("_target")).cast("double") * entries.cast("double") / size.cast("double"))))
-               .withColumn("_by_size", F.coalesce(F.col("_rank1") & run & (F.col("exceeded") == SIZE)
-                                                  & (F.col("_skip") > 0), F.lit(False)))
-               .withColumn("_by_time", F.coalesce(run & (F.col("exceeded") == TIME) & time_hit,
-                                                  F.lit(False)))
-               # only where it is used (ANSI mode fails a division by zero)
-               .withColumn("_fraction", F.when(F.col("_by_time") & ~later, fraction)))
         by_size, by_time = F.col("_by_size"), F.col("_by_time")
         time_entries = F.when(later, zero).otherwise(
             double_to_int.column(F.col("_fraction") * F.col("backlog_entries").cast("double")))
         time_bytes = F.when(later, zero).otherwise(
             double_to_long.column(F.col("_fraction") * F.col("backlog_size_bytes").cast("double")))
-        out = (out
-               .withColumn("_ev_type", F.when(by_size, F.lit(SIZE)).when(by_time, F.lit(TIME)))
-               .withColumn("_ev_subscription", F.when(by_size, F.col("oldest_subscription"))
-                           .when(by_time, F.col("subscription")))
-               .withColumn("_ev_entries", F.when(by_size, F.col("_skip")).when(by_time, time_entries))
-               .withColumn("_ev_bytes", F.when(by_size, size - F.col("_target")).when(by_time, time_bytes)))
+        # each `withColumns` adds the columns that need only the ones before it
+        out = (df
+               .withColumns({"_target": eviction_target(F.col("size_limit")), "_cutoff": cutoff})
+               .withColumns({
+                   # Size: the first skip on the slowest cursor.
+                   "_skip": F.when(size > F.col("_target"), double_to_int.column(
+                       (size - F.col("_target")).cast("double") * entries.cast("double")
+                       / size.cast("double"))),
+                   "_by_time": F.coalesce(run & (F.col("exceeded") == TIME) & time_hit, F.lit(False)),
+               })
+               .withColumns({
+                   "_by_size": F.coalesce(F.col("_rank1") & run & (F.col("exceeded") == SIZE)
+                                          & (F.col("_skip") > 0), F.lit(False)),
+                   # only where it is used (ANSI mode fails a division by zero)
+                   "_fraction": F.when(by_time & ~later, fraction),
+               })
+               .withColumns({
+                   "_ev_type": F.when(by_size, F.lit(SIZE)).when(by_time, F.lit(TIME)),
+                   "_ev_subscription": F.when(by_size, F.col("oldest_subscription"))
+                   .when(by_time, F.col("subscription")),
+                   "_ev_entries": F.when(by_size, F.col("_skip")).when(by_time, time_entries),
+                   "_ev_bytes": F.when(by_size, size - F.col("_target")).when(by_time, time_bytes),
+               }))
         return out.drop("_target", "_cutoff", "_fraction", "_skip", "_by_size", "_by_time",
                         *(("_target_ms",) if precise else ("_stop",)))
 

@@ -68,19 +68,21 @@ def attach_quotas(policies: BacklogPolicies) -> Callable[[DataFrame], DataFrame]
 
     def transform(df: DataFrame) -> DataFrame:
         defaults = policies.broker.default_quotas
-        keyed = (df.withColumn("namespace", namespace_col(F.col("topic")))
-                 .withColumn("_policy_topic", F.coalesce(F.col("partitioned_topic"), F.col("topic"))))
+        keyed = df.withColumns({"namespace": namespace_col(F.col("topic")),
+                                "_policy_topic": F.coalesce(F.col("partitioned_topic"), F.col("topic"))})
         out = _lookup(keyed, "_policy_topic", "t", policies.topics)
         out = _lookup(out, "namespace", "n", policies.namespaces)
+        in_force: dict[str, Column] = {}
         for kind, quota in (("size", defaults.size), ("time", defaults.time)):
             assert quota is not None
             t_limit, n_limit = F.col(f"t_{kind}_limit"), F.col(f"n_{kind}_limit")
             t_policy, n_policy = F.col(f"t_{kind}_policy"), F.col(f"n_{kind}_policy")
-            out = (out
-                   .withColumn(f"{kind}_limit", F.coalesce(t_limit, n_limit, F.lit(quota.limit).cast("long")))
-                   .withColumn(f"{kind}_policy", F.coalesce(t_policy, n_policy, F.lit(quota.policy)))
-                   .withColumn(f"{kind}_level", F.when(t_limit.isNotNull(), F.lit("topic"))
-                               .when(n_limit.isNotNull(), F.lit("namespace")).otherwise(F.lit("broker"))))
+            in_force[f"{kind}_limit"] = F.coalesce(t_limit, n_limit, F.lit(quota.limit).cast("long"))
+            in_force[f"{kind}_policy"] = F.coalesce(t_policy, n_policy, F.lit(quota.policy))
+            in_force[f"{kind}_level"] = (F.when(t_limit.isNotNull(), F.lit("topic"))
+                                         .when(n_limit.isNotNull(), F.lit("namespace"))
+                                         .otherwise(F.lit("broker")))
+        out = out.withColumns(in_force)
         quota_columns = [f"{level}_{w}" for level in "tn" for w, _ in _WHAT]
         return out.drop(*quota_columns, "_policy_topic")
 
