@@ -32,3 +32,19 @@ def test_run_writes_the_forecast_tables_metrics_and_report(spark, telemetry: Pat
     assert summary["inputs"][0]["input"].endswith("partition_sizes")
     assert "quotaplane_storage_volume_seconds_to_hard_limit{" in (out / "metrics.prom").read_text()
     assert "What runs out next" in (out / "report.html").read_text()
+
+
+@pytest.mark.spark
+def test_the_volume_forecast_without_the_storage_stage_finds_the_last_time_itself(
+        spark, telemetry: Path, tmp_path: Path, capsys) -> None:
+    """Run alone, the forecast scans the volumes for their last time (the storage stage otherwise
+    hands it over) and forecasts what it forecasts in the whole run."""
+    config = telemetry.parent / "storage.properties"
+    alone = [p for p in POLICIES if p.name == "forecast"]
+    out = tmp_path / "out"
+    run_pipeline(telemetry, RunConfigs(storage=config), out, alone, stream=None, spark=spark)
+    assert cli.main(["forecast", "--telemetry", str(telemetry), "--config", str(config)]) == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    expected = [{k: v for k, v in row.items() if k != "kind"} for row in printed if row["kind"] == "volume"]
+    assert expected
+    assert_rows_equal(expected, spark.read.parquet(str(out / "storage_forecast")), label="storage_forecast")

@@ -2,7 +2,8 @@
 
 The forecast stage reads it (time until each topic's quota); it is the `backlog_checks` table as
 the backlog stage wrote it (`ts_ms`, `topic`, `namespace`, `backlog_size_bytes`,
-`backlog_age_seconds`, `size_limit`, `time_limit`, ...).
+`backlog_age_seconds`, `size_limit`, `time_limit`, ...), and the time of its last tick (None when
+no topic was checked), which the stage knows from its totals: no reader pays a scan to find it.
 """
 
 from __future__ import annotations
@@ -17,3 +18,4 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class BacklogChecks:
     checks: DataFrame
+    last_ts_ms: int | None

@@ -1,8 +1,9 @@
 """Forecasts as a `Policy`: what runs out next, after the storage and backlog stages (docs/forecast.md).
 
 It runs when a storage configuration (with `volumes`) or backlog policies (with
-`backlog_snapshots`) are given; it reads `partition_sizes` when present, the volumes itself, and
-the backlog stage's checks (`BacklogChecks`).
+`backlog_snapshots`) are given; it reads `partition_sizes` when present, the volumes itself (as of
+their last time, which the storage stage gives in `StorageDecisions`), and the backlog stage's
+checks (`BacklogChecks`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from quotaplane.core.policy import Outputs, Policy, RunConfigs, StageContext, St
 from quotaplane.forecast.config import ForecastSettings, settings_of
 from quotaplane.forecast.records import INPUTS
 from quotaplane.storage.config import StorageConfig, load_storage_config
+from quotaplane.storage.outputs import StorageDecisions
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,7 @@ class ForecastPolicy(Policy[ForecastConfig]):
     name = "forecast"
     title = "what runs out next: time-to-limit forecasts per volume and per backlog"
     inputs = INPUTS
-    needs = (BacklogChecks,)
+    needs = (BacklogChecks, StorageDecisions)
 
     def load_config(self, configs: RunConfigs) -> ForecastConfig | None:
         if configs.storage is None and configs.backlog_policies is None:

@@ -94,7 +94,8 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
         if rows is not None:
             rows.unpersist()
     summary["input"] = counts.as_dict()
-    outputs.provide(BacklogChecks(ctx.spark.read.parquet(str(ctx.out_dir / "backlog_checks"))))
+    last_ts_ms = max((t["last"]["ts_ms"] for t in totals if t["last"] is not None), default=None)
+    outputs.provide(BacklogChecks(ctx.spark.read.parquet(str(ctx.out_dir / "backlog_checks")), last_ts_ms))
     console = [
         f"backlog: {summary['checks']:,} checks of {summary['topics']:,} topics over "
         f"{summary['ticks']:,} ticks; "

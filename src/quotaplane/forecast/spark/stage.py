@@ -26,6 +26,7 @@ from quotaplane.forecast.records import PARTITION_SIZES
 from quotaplane.forecast.report import PLOTTED, ForecastReportData, build_sections, ranked_volumes
 from quotaplane.forecast.spark.backlog import forecast_backlogs
 from quotaplane.forecast.spark.volumes import forecast_volumes, in_window
+from quotaplane.storage.outputs import StorageDecisions
 from quotaplane.storage.records import VOLUMES
 
 NAME = "forecast"
@@ -49,13 +50,14 @@ def _last_ts(df: DataFrame, column: str) -> int | None:
 History = dict[Any, list[tuple[int, int]]]
 
 
-def _volume_forecasts(ctx: StageContext,
-                      config: ForecastConfig) -> tuple[list[dict[str, Any]], list[ReadCounts], History]:
+def _volume_forecasts(ctx: StageContext, config: ForecastConfig,
+                      outputs: Outputs) -> tuple[list[dict[str, Any]], list[ReadCounts], History]:
     path = ctx.find_input("volumes")
     if config.storage is None or path is None:
         return [], [], {}
     volumes = read_telemetry(ctx.spark, VOLUMES, path).used
-    at_ms = _last_ts(volumes, "ts")
+    storage = outputs.get(StorageDecisions)  # the storage stage read the same volumes
+    at_ms = storage.last_volume_ts_ms if storage is not None else _last_ts(volumes, "ts")
     if at_ms is None:
         return [], [], {}
     counts: list[ReadCounts] = []
@@ -103,17 +105,16 @@ def _backlog_forecasts(ctx: StageContext, config: ForecastConfig, outputs: Outpu
     checks = outputs.get(BacklogChecks)
     if not config.backlog or checks is None:
         return []
-    at_ms = _last_ts(checks.checks, "ts_ms")
-    if at_ms is None:
+    if checks.last_ts_ms is None:
         return []
-    forecast_backlogs(checks.checks, config.settings, at_ms).write.mode("overwrite").parquet(
+    forecast_backlogs(checks.checks, config.settings, checks.last_ts_ms).write.mode("overwrite").parquet(
         str(ctx.out_dir / "backlog_forecast"))
     return [_plain(r) for r in ctx.spark.read.parquet(str(ctx.out_dir / "backlog_forecast")).collect()]
 
 
 def run_stage(ctx: StageContext, config: ForecastConfig, outputs: Outputs) -> StageResult:
     with ctx.progress.step("forecast: volumes"):
-        volumes, counts, histories = _volume_forecasts(ctx, config)
+        volumes, counts, histories = _volume_forecasts(ctx, config, outputs)
     with ctx.progress.step("forecast: backlogs"):
         backlogs = _backlog_forecasts(ctx, config, outputs)
     with ctx.progress.step("forecast: metrics and report"):

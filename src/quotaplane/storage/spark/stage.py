@@ -13,6 +13,7 @@ It provides `StorageDecisions` (the decisions tables read back from Parquet) to 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.readers import CheckedInput, ReadCounts, check_once, read_telemetry
@@ -20,13 +21,14 @@ from quotaplane.core.spark.schemas import spark_schema
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.metrics import StorageMetrics
 from quotaplane.storage.outputs import StorageDecisions
-from quotaplane.storage.records import INPUTS
+from quotaplane.storage.records import INPUTS, VOLUMES
 from quotaplane.storage.report import StorageReportData, build_sections, console_lines
 from quotaplane.storage.spark import summary as S
 from quotaplane.storage.spark.decisions import StorageEvaluation, evaluate
 
 VOLUMES_PLOTTED = 6
 OBSERVATIONS = "storage_volume_observations"  # written with `quotaplane run --detail`
+LAST_VOLUME_TS = "last_volume_ts"
 
 
 def _read(ctx: StageContext) -> tuple[dict[str, DataFrame], list[ReadCounts], list[CheckedInput]]:
@@ -41,7 +43,10 @@ def _read(ctx: StageContext) -> tuple[dict[str, DataFrame], list[ReadCounts], li
         if path is None:
             used[name] = ctx.spark.createDataFrame([], spark_schema(schema))
             continue
-        result = check_once(read_telemetry(ctx.spark, schema, path), ctx.out_dir / "quarantine" / schema.name)
+        # the volumes' last time is taken in their counting scan: the forecast's "as of"
+        last = {LAST_VOLUME_TS: (F.max, "ts")} if schema is VOLUMES else None
+        result = check_once(read_telemetry(ctx.spark, schema, path), ctx.out_dir / "quarantine" / schema.name,
+                            over_used=last)
         checked.append(result)
         counts.append(result.counts)
         used[name] = result.used
@@ -107,7 +112,9 @@ def run_stage(ctx: StageContext, config: StorageConfig, compare: StorageConfig |
             c.release()
         for e in evaluations:
             e.release()
-    outputs.provide(StorageDecisions(decisions, compared))
+    last_volume = next((c.aggregates[LAST_VOLUME_TS] for c in checked if LAST_VOLUME_TS in c.aggregates),
+                       None)
+    outputs.provide(StorageDecisions(decisions, compared, last_volume))
     outputs = {"decisions": str(ctx.published / "storage_decisions"),
                "quarantine": str(ctx.published / "quarantine")}
     if ctx.detail:
