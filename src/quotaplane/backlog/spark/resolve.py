@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 
 from quotaplane.backlog.config import BacklogPolicies, QuotaSet
 from quotaplane.backlog.names import NAMESPACE_PATTERN_JAVA
-from quotaplane.backlog.spark.topics import frame
+from quotaplane.core.spark.local_table import local_table
 
 MAP_LOOKUP_MAX = 64
 _WHAT = (("size_limit", T.LongType()), ("size_policy", T.StringType()), ("time_limit", T.LongType()),
@@ -50,7 +50,7 @@ def _by_join(df: DataFrame, key: str, prefix: str, quotas: Mapping[str, QuotaSet
     rows = [{key: name, **dict(zip(names, _values(quotas[name]), strict=True))} for name in sorted(quotas)]
     schema = T.StructType([T.StructField(key, T.StringType(), False),
                            *[T.StructField(n, t, True) for n, (_, t) in zip(names, _WHAT, strict=True)]])
-    return df.join(F.broadcast(frame(df.sparkSession, rows, schema)), on=key, how="left")
+    return df.join(F.broadcast(local_table(df.sparkSession, rows, schema)), on=key, how="left")
 
 
 def _lookup(df: DataFrame, key: str, prefix: str, quotas: Mapping[str, QuotaSet]) -> DataFrame:

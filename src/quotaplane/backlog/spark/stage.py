@@ -43,6 +43,7 @@ from quotaplane.backlog.spark.evaluate import decided_rows, evaluation
 from quotaplane.backlog.spark.reader import read_rows, with_group_reasons
 from quotaplane.backlog.spark.report_data import PLOTTED_TOPICS, report_data, series, tick_count, topic_table
 from quotaplane.core.policy import Outputs, StageContext, StageResult
+from quotaplane.core.spark.local_table import local_table
 from quotaplane.core.spark.readers import REASON, ReadCounts, ReadResult
 
 INPUT = "backlog_snapshots"
@@ -70,8 +71,8 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
             _write_quarantine(read, counts, ctx.out_dir / "quarantine" / INPUT)
             stats = T.topic_stats(topics)
             parts = T.partitioned_stats(stats)
-            _write(T.frame(ctx.spark, stats, T.TOPIC_STATS_SCHEMA), ctx.out_dir / "backlog_topic_stats")
-            _write(T.frame(ctx.spark, parts, T.PARTITIONED_STATS_SCHEMA),
+            _write(local_table(ctx.spark, stats, T.TOPIC_STATS_SCHEMA), ctx.out_dir / "backlog_topic_stats")
+            _write(local_table(ctx.spark, parts, T.PARTITIONED_STATS_SCHEMA),
                    ctx.out_dir / "backlog_partitioned_stats")
             _write_stats_json(stats, parts, ctx.out_dir / "backlog_topic_stats.json")
         with ctx.progress.step("backlog: metrics and report"):

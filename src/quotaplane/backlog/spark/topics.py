@@ -8,8 +8,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import fields
 from typing import Any
 
-import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from quotaplane.backlog.engine.model import TopicStats
@@ -67,11 +65,3 @@ def topic_metrics(topics: Sequence[Totals]) -> list[TopicMetrics]:
                                 last["time_limit"],
                                 t["size_evictions"], t["time_evictions"]))
     return sorted(out, key=lambda m: (m.namespace, m.topic))
-
-
-def frame(spark: SparkSession, rows: Sequence[dict[str, Any]], schema: T.StructType) -> DataFrame:
-    """Rows as a DataFrame of `schema`, through pandas and Arrow: a local table, no Python worker."""
-    columns = {f.name: pd.Series([r[f.name] for r in rows],
-                                 dtype="Int64" if isinstance(f.dataType, T.LongType) else "object")
-               for f in schema.fields}
-    return spark.createDataFrame(pd.DataFrame(columns), schema)
