@@ -108,9 +108,10 @@ def meters(rows: DataFrame) -> DataFrame:
 
 
 def meter_table(spark: SparkSession, snapshots: Sequence[MeterSnapshot], schema: T.StructType) -> DataFrame:
-    """`snapshots` as a table of `schema` (the schema of `meters`), each column from its field."""
-    return spark.createDataFrame([tuple(getattr(m, name) for name in schema.fieldNames())
-                                  for m in snapshots], schema)
+    """`snapshots` as a table of `schema` (the schema of `meters`, whose columns are `METER_COLUMNS`),
+    each column from its field."""
+    return spark.createDataFrame([tuple(getattr(m, name) for name in METER_COLUMNS) for m in snapshots],
+                                 schema)
 
 
 def observe_meters(rows: DataFrame) -> tuple[DataFrame, Observation]:
