@@ -152,6 +152,8 @@ def test_quick_run_writes_results_extrapolation_and_docs(spark: object, tmp_path
         assert p["reference"]["prefix_rows"] < p["reference"]["total_rows"] == p["input_rows"]
         assert p["reference"]["whole_input"] is False
         assert p["bare"]["output_rows"] > 0 and p["stage"]["steps"]
+        assert p["stage"]["run_seconds"] == [p["stage_seconds"]]  # one run: its own times
+        assert p["stage"]["run_decisions_seconds"] == [p["decisions_seconds"]]
         assert p["floor"]["output_rows"] == p["input_rows"]  # a row per request, as the decisions
         assert p["ratio_to_floor"] == p["decisions_seconds"] / p["floor_seconds"]
     assert points[1]["input_rows"] > points[0]["input_rows"]
@@ -171,6 +173,26 @@ def test_quick_run_writes_results_extrapolation_and_docs(spark: object, tmp_path
     assert docs.BEGIN in text and docs.END in text
     assert "### Tier S-quick" in text and "### Tier L-quick (extrapolated)" in text
     assert "| topics | 1 |" in text
+
+
+def _stage_run(seconds: float, decisions: float, rss: int, heap: int | None,
+               old: int | None) -> stages.StageRun:
+    return stages.StageRun(seconds, decisions, {"step": decisions}, rss, heap, old, [], {"at": seconds})
+
+
+def test_repeated_stage_runs_keep_the_fastest_the_highest_peaks_and_every_runs_times() -> None:
+    runs = [_stage_run(9.0, 8.0, 100, 50, None), _stage_run(5.0, 4.0, 300, None, 7),
+            _stage_run(5.0, 3.0, 200, 60, 5), _stage_run(6.0, 2.5, 150, 40, 9)]
+    best = stages.fastest(runs)
+    # the fastest whole stage (the first of equals), not the fastest decisions
+    assert (best.seconds, best.decisions_seconds, best.summary) == (5.0, 4.0, {"at": 5.0})
+    assert (best.peak_rss_bytes, best.jvm_heap_peak_bytes, best.jvm_old_gen_peak_bytes) == (300, 60, 9)
+    assert best.run_seconds == [9.0, 5.0, 5.0, 6.0]
+    assert best.run_decisions_seconds == [8.0, 4.0, 3.0, 2.5]
+    # without a local JVM (Spark Connect) no heap is measured
+    alone = stages.fastest([_stage_run(1.0, 1.0, 10, None, None)])
+    assert (alone.jvm_heap_peak_bytes, alone.jvm_old_gen_peak_bytes) == (None, None)
+    assert alone.run_seconds == [1.0] and alone.run_decisions_seconds == [1.0]
 
 
 def test_latest_results_are_the_files_named_after_their_tier(tmp_path: Path) -> None:
