@@ -65,6 +65,8 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
             duration = time.perf_counter() - start
             counts = _counts(read, totals)
             topics = T.checked(totals)
+            # the last tick of any check: the report's time axis ends there, the forecast is as of it
+            last_ts_ms = max((t["last"]["ts_ms"] for t in topics), default=None)
         with ctx.progress.step("backlog: write tables"):
             _write(result.checks, ctx.out_dir / "backlog_checks")
             _write(result.evictions, ctx.out_dir / "backlog_evictions")
@@ -79,7 +81,7 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
             ctx.registry.register(_metrics(topics, policies, duration))
             table = topic_table(topics)
             lo = min((t["first_ts"] for t in topics), default=0)
-            hi = max((t["last"]["ts_ms"] for t in topics), default=0)
+            hi = 0 if last_ts_ms is None else last_ts_ms
             aggregates = series(result.checks, lo, hi, list(table["topic"].head(PLOTTED_TOPICS)))
             summary = _summary(totals, tick_count(aggregates), policies, duration, len(parts))
             kpis = [("check ticks", summary["ticks"]), ("topics", summary["topics"]),
@@ -95,7 +97,6 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
         if rows is not None:
             rows.unpersist()
     summary["input"] = counts.as_dict()
-    last_ts_ms = max((t["last"]["ts_ms"] for t in totals if t["last"] is not None), default=None)
     outputs.provide(BacklogChecks(ctx.spark.read.parquet(str(ctx.out_dir / "backlog_checks")), last_ts_ms))
     console = [
         f"backlog: {summary['checks']:,} checks of {summary['topics']:,} topics over "
