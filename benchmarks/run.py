@@ -164,8 +164,10 @@ def _measure_point(spark: Any, opts: Options, policy: PolicySpec, dataset: Datas
     log(f"  {policy.name}: stage (bare job {bare.seconds:.1f}s"
         + (f", floor job {floor.seconds:.1f}s)" if floor else ")"))
     stage = stages.run_stage(spark, policy, dataset, configs, work / "out", opts.repeat)
+    runs = stage.run_seconds
+    fastest = f"; the fastest of {len(runs)}, the first took {runs[0]:.1f}s" if len(runs) > 1 else ""
     log(f"  {policy.name}: reference engine (stage {stage.seconds:.1f}s, "
-        f"decisions {stage.decisions_seconds:.1f}s)")
+        f"decisions {stage.decisions_seconds:.1f}s{fastest})")
     pre = prefix.prepare(dataset, policy, opts.reference_rows)
     config = getattr(configs, policy.config_field)
     reference = prefix.run(policy, config, pre, work / "reference.jsonl")
