@@ -32,6 +32,8 @@ from benchmarks.floors import FLOORS, floor_job
 from benchmarks.measure import measure
 from benchmarks.policies import PolicySpec
 from quotaplane.core.policy import Outputs, Progress, RunConfigs, StageContext, StageResult, find_input
+from quotaplane.core.runner import stage_inputs
+from quotaplane.core.spark.expressions import expressions_for
 from quotaplane.registry import policy as registered
 
 REPORT_STEP = "report"  # a progress step whose label has this word builds the report, not decisions
@@ -86,6 +88,9 @@ class StageRun:
     # compilation of the plan's generated code (docs/performance.md, "Targets")
     run_seconds: list[float] = field(default_factory=list)
     run_decisions_seconds: list[float] = field(default_factory=list)
+    # how Spark evaluated the stage's expressions, as `quotaplane run` chooses them for the input
+    # ("interpreted" or "generated", `quotaplane.core.spark.expressions`)
+    expressions: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -146,19 +151,21 @@ def run_stage(spark: SparkSession, policy: PolicySpec, dataset: Dataset, configs
     if config is None or find_input(dataset.path, stage.inputs[0].name) is None:
         raise RuntimeError(f"the {policy.name} stage cannot run on {dataset.path} "
                            "(its input or configuration is missing)")
+    inputs = stage_inputs(dataset.path, [stage])
     runs: list[StageRun] = []
     for _ in range(repeat):
         progress = Progress(stream=None)
         ctx = StageContext(spark=spark, telemetry_dir=dataset.path, out_dir=out, registry=CollectorRegistry(),
                            progress=progress)
-        with JvmHeapPeak(spark) as heap:
+        with JvmHeapPeak(spark) as heap, expressions_for(spark, inputs) as chosen:
             result, timing = measure(lambda ctx=ctx: stage.run_stage(ctx, config, Outputs()))
         spark.catalog.clearCache()  # what a stage leaves cached must not weigh on the next measurement
         assert isinstance(result, StageResult)
         steps = dict(progress.timings)
         decisions = sum(s for label, s in steps.items() if REPORT_STEP not in label)
         runs.append(StageRun(timing.seconds, decisions, steps, timing.peak_rss_bytes, heap.heap_bytes,
-                             heap.old_gen_bytes, [c.as_dict() for c in result.read_counts], result.summary))
+                             heap.old_gen_bytes, [c.as_dict() for c in result.read_counts], result.summary,
+                             expressions=chosen.mode))
     return fastest(runs)
 
 

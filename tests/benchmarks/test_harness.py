@@ -154,6 +154,8 @@ def test_quick_run_writes_results_extrapolation_and_docs(spark: object, tmp_path
         assert p["bare"]["output_rows"] > 0 and p["stage"]["steps"]
         assert p["stage"]["run_seconds"] == [p["stage_seconds"]]  # one run: its own times
         assert p["stage"]["run_decisions_seconds"] == [p["decisions_seconds"]]
+        # the quick tier's few hundred requests: the stage runs as `quotaplane run` would run it
+        assert p["stage"]["expressions"] == "interpreted"
         assert p["floor"]["output_rows"] == p["input_rows"]  # a row per request, as the decisions
         assert p["ratio_to_floor"] == p["decisions_seconds"] / p["floor_seconds"]
     assert points[1]["input_rows"] > points[0]["input_rows"]

@@ -1,17 +1,21 @@
 """The main job on a real Spark cluster: a standalone master with two workers, and Spark Connect.
 
 Both clusters run on loopback from the installed pyspark. The decisions they write must equal the
-embedded local run's, table by table, row by row.
+embedded local run's, table by table, row by row. The local run keeps Spark's generated code
+(`spark.quotaplane.interpretedBelowRows=0`) where the cluster runs, as small runs, evaluate their
+expressions interpreted: the comparison checks the two evaluations decide alike too.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from quotaplane.core.runner import run_pipeline
+from quotaplane.core.spark.expressions import THRESHOLD
 from quotaplane.registry import POLICIES
 from quotaplane.run_command import bundled_example
 from tests.support.cluster import start_connect_server, start_standalone
@@ -24,7 +28,12 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 def local_run(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.DataFrame]:
     telemetry, configs = bundled_example()
     out = tmp_path_factory.mktemp("local")
-    run_pipeline(telemetry, configs, out, POLICIES, stream=None, spark=spark)
+    spark.conf.set(THRESHOLD, "0")
+    try:
+        outcome = run_pipeline(telemetry, configs, out, POLICIES, stream=None, spark=spark)
+    finally:
+        spark.conf.unset(THRESHOLD)
+    assert outcome.summary["run"]["spark_expressions"]["mode"] == "generated"  # type: ignore[index]
     tables = decision_tables(out)
     assert tables, "the local run wrote no decision tables"
     return tables
@@ -32,6 +41,8 @@ def local_run(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.D
 
 def assert_same_tables(expected: dict[str, pd.DataFrame], out: Path) -> None:
     assert differences(expected, decision_tables(out)) == []
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["run"]["spark_expressions"]["mode"] == "interpreted"
 
 
 def test_standalone_cluster_with_two_workers_decides_like_local(local_run, tmp_path: Path) -> None:

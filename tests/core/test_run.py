@@ -26,7 +26,9 @@ from quotaplane.core.policy import (
 )
 from quotaplane.core.records import Field, RecordSchema
 from quotaplane.core.report import Section
+from quotaplane.core.spark.expressions import FACTORY_MODE, GENERATED, INTERPRETED, THRESHOLD
 from quotaplane.core.spark.readers import ReadCounts
+from tests.support.fake_spark import FakeSpark
 
 CALLS: list[str] = []
 RECORD = RecordSchema("fake", (Field("ts", "time_ms"),))
@@ -54,6 +56,7 @@ class FakePolicy(Policy[str]):
 
     def run_stage(self, ctx: StageContext, config: str, outputs: Outputs) -> StageResult:
         CALLS.append(self.name)
+        CALLS.append(ctx.spark.conf.get(FACTORY_MODE, GENERATED))
         path = ctx.find_input("volumes")
         assert path is not None and config == "configured"
         Gauge("fake_gauge", "a test gauge", registry=ctx.registry).set(0.5)
@@ -96,7 +99,7 @@ def telemetry(tmp_path: Path) -> Path:
 def test_run_writes_summary_metrics_and_report(telemetry: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     outcome = run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), out,
-                                      [FakePolicy()], stream=None, spark=object())
+                                      [FakePolicy()], stream=None, spark=FakeSpark())
     summary = json.loads((out / "summary.json").read_text())
     assert summary["fake"] == {"answer": 42}
     assert summary["rows"] == {"read": 10, "used": 8, "quarantined": 2}
@@ -112,14 +115,14 @@ def test_run_writes_summary_metrics_and_report(telemetry: Path, tmp_path: Path) 
 def test_policies_run_in_dependency_order_and_hand_over_outputs(telemetry: Path, tmp_path: Path) -> None:
     assert [p.name for p in order([ConsumerPolicy(), FakePolicy()])] == ["fake", "consumer"]
     run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), tmp_path / "out",
-                            [ConsumerPolicy(), FakePolicy()], stream=None, spark=object())
-    assert CALLS == ["fake", "consumer:published"]
+                            [ConsumerPolicy(), FakePolicy()], stream=None, spark=FakeSpark())
+    assert CALLS == ["fake", INTERPRETED, "consumer:published"]
 
 
 def test_a_policy_without_its_configuration_does_not_run(telemetry: Path, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no policy could run: expected telemetry"):
         run_module.run_pipeline(telemetry, RunConfigs(), tmp_path / "out", [FakePolicy()], stream=None,
-                                spark=object())
+                                spark=FakeSpark())
     assert CALLS == []
 
 
@@ -127,7 +130,7 @@ def test_run_without_any_input_says_what_it_expected(tmp_path: Path) -> None:
     CALLS.clear()
     with pytest.raises(InputError, match=r"no policy could run: expected telemetry \(volumes \(fake\)"):
         run_module.run_pipeline(tmp_path, RunConfigs(storage=tmp_path / "s.properties"), tmp_path / "out",
-                                [FakePolicy()], stream=None, spark=object())
+                                [FakePolicy()], stream=None, spark=FakeSpark())
     assert CALLS == []
 
 
@@ -150,11 +153,11 @@ def test_inputs_present_but_not_evaluated_are_named(telemetry: Path, tmp_path: P
 
     out = tmp_path / "out"
     outcome = run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), out,
-                                      [FakePolicy(), Other()], stream=None, spark=object())
+                                      [FakePolicy(), Other()], stream=None, spark=FakeSpark())
     assert outcome.not_evaluated == []  # `extra` is an input of the fake policy, which ran
     (telemetry / "backlog.jsonl").write_text("{}\n")
     outcome = run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), out,
-                                      [FakePolicy(), Other()], stream=None, spark=object())
+                                      [FakePolicy(), Other()], stream=None, spark=FakeSpark())
     assert outcome.not_evaluated == ["backlog"]
     assert json.loads((out / "summary.json").read_text())["inputs_not_evaluated"] == ["backlog"]
     printed = io.StringIO()
@@ -165,7 +168,7 @@ def test_inputs_present_but_not_evaluated_are_named(telemetry: Path, tmp_path: P
 def test_run_rejects_a_missing_telemetry_directory(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="is not a directory"):
         run_module.run_pipeline(tmp_path / "nope", RunConfigs(), tmp_path / "out", [FakePolicy()],
-                                stream=None, spark=object())
+                                stream=None, spark=FakeSpark())
 
 
 def test_a_run_replaces_the_earlier_run_whole(telemetry: Path, tmp_path: Path) -> None:
@@ -173,7 +176,7 @@ def test_a_run_replaces_the_earlier_run_whole(telemetry: Path, tmp_path: Path) -
     (out / "topic_decisions").mkdir(parents=True)  # yesterday's table of a policy not run today
     (out / "summary.json").write_text("{}")
     run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), out, [FakePolicy()],
-                            stream=None, spark=object())
+                            stream=None, spark=FakeSpark())
     assert sorted(p.name for p in out.iterdir()) == ["metrics.prom", "report.html", "summary.json"]
     assert json.loads((out / "summary.json").read_text())["fake"] == {"answer": 42}
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
@@ -191,7 +194,7 @@ def test_a_failed_run_leaves_the_earlier_run_as_it_was(telemetry: Path, tmp_path
 
     with pytest.raises(RuntimeError, match="the stage failed"):
         run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), out, [Failing()],
-                                stream=None, spark=object())
+                                stream=None, spark=FakeSpark())
     assert [p.name for p in out.iterdir()] == ["summary.json"]
     assert json.loads((out / "summary.json").read_text()) == {"earlier": True}
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
@@ -204,6 +207,34 @@ def test_a_killed_run_leaves_a_staging_directory_the_next_removes(telemetry: Pat
     leftover = tmp_path / f".out.staging-{dead.pid}"
     (leftover / "storage_decisions").mkdir(parents=True)
     run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), out, [FakePolicy()],
-                            stream=None, spark=object())
+                            stream=None, spark=FakeSpark())
     assert not leftover.exists()
     assert (out / "summary.json").exists()
+
+
+def test_a_small_run_evaluates_its_expressions_interpreted(telemetry: Path, tmp_path: Path) -> None:
+    spark = FakeSpark()
+    outcome = run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"),
+                                      tmp_path / "out", [FakePolicy()], stream=None, spark=spark)
+    assert CALLS == ["fake", INTERPRETED]  # while the stage ran
+    assert spark.conf.get(FACTORY_MODE, GENERATED) == GENERATED  # and restored after
+    assert outcome.summary["run"]["spark_expressions"] == {  # type: ignore[index]
+        "mode": "interpreted", "reason": f"1 input rows, fewer than {THRESHOLD}=50000"}
+
+
+def test_the_rows_of_every_input_a_run_reads_choose_its_expressions(telemetry: Path, tmp_path: Path) -> None:
+    (telemetry / "extra.jsonl").write_text("{}\n" * 49_999)  # with volumes' row: 50,000
+    spark = FakeSpark()
+    outcome = run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"),
+                                      tmp_path / "out", [FakePolicy()], stream=None, spark=spark)
+    assert CALLS == ["fake", GENERATED]
+    assert outcome.summary["run"]["spark_expressions"]["mode"] == "generated"  # type: ignore[index]
+    assert run_module.stage_inputs(telemetry, [FakePolicy(), ConsumerPolicy()]) == [
+        str(telemetry / "extra.jsonl"), str(telemetry / "volumes")]
+
+
+def test_a_bad_row_threshold_is_named_with_its_rule(telemetry: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=f"^{THRESHOLD}=many: must be a whole number of rows, 0 or more"):
+        run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), tmp_path / "out",
+                                [FakePolicy()], stream=None, spark=FakeSpark(**{THRESHOLD: "many"}))
+    assert CALLS == []

@@ -33,6 +33,7 @@ from quotaplane.core.policy import (
     order,
 )
 from quotaplane.core.report import Section, write_report
+from quotaplane.core.spark.expressions import ExpressionChoice, expressions_for
 from quotaplane.core.staging import staged_output
 
 
@@ -111,10 +112,11 @@ def run_pipeline(
         ctx = StageContext(spark=spark, telemetry_dir=telemetry_dir, out_dir=staging,  # type: ignore[arg-type]
                            registry=registry, progress=progress, published_dir=out_dir, detail=detail)
         outputs = Outputs()
-        results: list[StageResult] = [p.run_stage(ctx, loaded[p.name], outputs) for p in runnable]
+        with expressions_for(spark, stage_inputs(telemetry_dir, runnable)) as expressions:
+            results: list[StageResult] = [p.run_stage(ctx, loaded[p.name], outputs) for p in runnable]
         elapsed = time.perf_counter() - started
         summary = _summary(telemetry_dir, configs, out_dir, master, remote, started_at, elapsed, results,
-                           progress, not_evaluated)
+                           progress, not_evaluated, expressions)
         (staging / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n",
                                               encoding="utf-8")
         exposition.write(registry, staging / "metrics.prom")
@@ -130,9 +132,16 @@ def run_pipeline(
                       summary, results, not_evaluated)
 
 
+def stage_inputs(telemetry_dir: Path, policies: Sequence[Policy[Any]]) -> list[str]:
+    """The paths of the inputs the `policies` read from `telemetry_dir`, each once."""
+    found = (find_input(telemetry_dir, i.name) for p in policies for i in p.inputs)
+    return sorted({path for path in found if path is not None})
+
+
 def _summary(telemetry_dir: Path, configs: RunConfigs, out_dir: Path, master: str | None,
              remote: str | None, started_at: datetime, elapsed: float, results: list[StageResult],
-             progress: Progress, not_evaluated: list[str]) -> dict[str, object]:
+             progress: Progress, not_evaluated: list[str], expressions: ExpressionChoice
+             ) -> dict[str, object]:
     inputs = [c.as_dict() for r in results for c in r.read_counts]
     return {
         "run": {
@@ -144,6 +153,7 @@ def _summary(telemetry_dir: Path, configs: RunConfigs, out_dir: Path, master: st
             "spark": remote or master or "local[*]",
             "configs": {k: str(v) for k, v in vars(configs).items() if v is not None},
             "stage_seconds": {k: round(v, 3) for k, v in progress.timings.items()},
+            "spark_expressions": expressions.as_dict(),
         },
         "inputs": inputs,
         "inputs_not_evaluated": not_evaluated,
