@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pandas as pd
 import pytest
 
@@ -16,6 +18,7 @@ from quotaplane.notices.report import (
     build_sections,
     notice_kpis,
     report_data_from_notices,
+    timeline_figure,
     top_topics,
 )
 
@@ -99,6 +102,17 @@ def test_the_section_has_its_figures_and_tables() -> None:
     for text in ("acme/web/clicks", "topic rate ×3", "MessageBufferSizeBreach", "receipts in time",
                  "pause_for_millis sent (s)"):
         assert text in page, text
+
+
+def test_the_timeline_stacks_one_filled_step_per_reason() -> None:
+    data = report_data_from_notices(NOTICES)  # 1 s buckets: notices at 0, 0, 1, 2, 2 and 4 s
+    figure = timeline_figure(data.timeline, data.bucket_ms)
+    top = figure.axes[0]
+    assert len(top.patches) == 0  # not a bar per bucket and reason
+    assert len(top.collections) == data.timeline["reason"].nunique() == 5
+    tops = [c.get_paths()[0].vertices[:, 1].max() for c in top.collections]
+    assert tops == sorted(tops) and tops[-1] == 2  # stacked: the fullest buckets hold two notices
+    figure.savefig(io.BytesIO(), format="png")
 
 
 def test_empty_data_builds() -> None:

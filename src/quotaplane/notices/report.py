@@ -228,22 +228,24 @@ def timeline_figure(timeline: pd.DataFrame, bucket_ms: int) -> Figure:
     """Notices per bucket stacked by reason (top), connection pause per bucket with and without (bottom)."""
     fig = Figure(figsize=(10, 5.2))
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
-    width = pd.Timedelta(milliseconds=bucket_ms)
+    # every bucket of the span (0 where no notice started), one more to close the last step
+    first, last = int(timeline["bucket_start_ms"].min()), int(timeline["bucket_start_ms"].max())
+    buckets = pd.RangeIndex(first, last + 2 * bucket_ms, bucket_ms)
     counts = timeline.pivot_table(index="bucket_start_ms", columns="reason", values="notices", aggfunc="sum",
-                                  fill_value=0).sort_index()
+                                  fill_value=0).reindex(buckets, fill_value=0)
     when = pd.to_datetime(counts.index, unit="ms", utc=True)
-    base = None
+    # each reason one filled step over the ones below it (a bar per bucket costs a patch each)
+    base = pd.Series(0, index=counts.index)
     for reason in _reasons_in(timeline):
-        top.bar(when, counts[reason], width=width, bottom=base, align="edge", color=_color(reason),
-                label=REASON_LABELS.get(reason, reason))
-        base = counts[reason] if base is None else base + counts[reason]
+        above = base + counts[reason]
+        top.fill_between(when, base, above, step="post", color=_color(reason), linewidth=0,
+                         label=REASON_LABELS.get(reason, reason))
+        base = above
+    top.set_ylim(bottom=0)
     top.set_ylabel(f"notices per {_duration(bucket_ms)}")
     top.set_title("Throttle notices over time, by reason")
     top.grid(alpha=0.3)
     top.legend(fontsize=7, loc="upper left")
-    # every bucket of the span (0 where no notice started), one more to close the last step
-    first, last = int(counts.index.min()), int(counts.index.max())
-    buckets = pd.RangeIndex(first, last + 2 * bucket_ms, bucket_ms)
     columns = ["connection_paused_ms", "connection_paused_ms_without_notices"]
     paused = timeline.groupby("bucket_start_ms")[columns].sum().reindex(buckets, fill_value=0)
     at = pd.to_datetime(paused.index, unit="ms", utc=True)
