@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from quotaplane.core.errors import ConfigError
+from quotaplane.core.errors import ConfigError, InputError
+from quotaplane.core.telemetry_files import input_files
 
 FACTORY_MODE = "spark.sql.codegen.factoryMode"
 #: Spark's default factory mode: generated code, interpreted where generating fails
@@ -53,13 +54,9 @@ def count_rows(paths: Iterable[str], limit: int) -> int | None:
     or folder, or a file is compressed."""
     total = 0
     for path in paths:
-        root = Path(path)
-        if root.is_file():
-            files = [root]
-        elif root.is_dir():
-            files = sorted(f for f in root.rglob("*") if f.is_file()
-                           and not any(p.startswith(("_", ".")) for p in f.relative_to(root).parts))
-        else:
+        try:
+            files = input_files(Path(path))
+        except InputError:  # not a local file or folder
             return None
         for file in files:
             if file.suffix.lower() in _COMPRESSED:
