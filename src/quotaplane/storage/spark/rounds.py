@@ -148,16 +148,18 @@ def active_brokers(brokers: DataFrame) -> DataFrame:
 
 def counted_volumes(keys: DataFrame) -> DataFrame:
     """The counted volume observations: one per (round, broker, log dir) of an active broker, with
-    `round_ts` and `error`. Window functions over the round and the broker in the order `keyed_rows`
-    leaves its rows in: no shuffle, no sort, no join."""
-    in_round, of_broker = Window.partitionBy(*ROUND), Window.partitionBy(*ROUND, "broker_id")
+    `round_ts` and `error`. One window over the round, in the order `keyed_rows` leaves its rows in
+    (no shuffle, no sort, no join): a broker is listed when the round's set of member brokers holds
+    it (`broker_id` is a required field, never null on volume and membership rows)."""
+    in_round = Window.partitionBy(*ROUND)
     member = F.col("kind") == MEMBER
     rows = keys.select(*ROUND, "broker_id", "kind", "log_dir", "total_bytes", "available_bytes",
                        F.max(member).over(in_round).alias("round_listed"),
-                       F.max(member).over(of_broker).alias("listed"),
+                       F.collect_set(F.when(member, F.col("broker_id"))).over(in_round).alias("members"),
                        F.max("ts").over(in_round).alias("round_ts"),
                        F.min("err").over(in_round)["reason"].alias("error"))
-    counted = (F.col("kind") == VOLUME) & (F.col("listed") | ~F.col("round_listed"))
+    listed = F.array_contains("members", F.col("broker_id"))
+    counted = (F.col("kind") == VOLUME) & (listed | ~F.col("round_listed"))
     return rows.where(counted).select(*ROUND, "broker_id", "log_dir", "total_bytes", "available_bytes",
                                       "round_ts", "error")
 
