@@ -35,10 +35,11 @@ padding:.5rem .8rem}
 """
 
 
-def figure_to_data_uri(fig: Figure, dpi: int = 110) -> str:
-    """A matplotlib figure as a `data:image/png;base64,...` URI."""
+def figure_to_data_uri(fig: Figure, dpi: int = 110, crop: bool = True) -> str:
+    """A matplotlib figure as a `data:image/png;base64,...` URI; `crop` trims the margins to what
+    is drawn (which draws the figure twice: once to measure it)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight" if crop else None)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
@@ -83,8 +84,10 @@ class Section:
         self.parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
         return self
 
-    def figure(self, fig: Figure, caption: str) -> Section:
-        uri = figure_to_data_uri(fig)
+    def figure(self, fig: Figure, caption: str, crop: bool = True) -> Section:
+        """The figure as an embedded PNG; without `crop` the figure's own margins are kept (a figure
+        that lays itself out is drawn once)."""
+        uri = figure_to_data_uri(fig, crop=crop)
         alt = html.escape(caption, quote=True)
         self.parts.append(f'<figure><img src="{uri}" alt="{alt}"><figcaption>{html.escape(caption)}'
                           "</figcaption></figure>")

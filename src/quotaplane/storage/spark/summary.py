@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from quotaplane.core.buckets import bucket_width
 from quotaplane.core.javamath import LONG_MAX
 from quotaplane.core.ordering import nulls_first
+from quotaplane.core.spark.side_by_side import side_by_side
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.metrics import StorageMetricState
 from quotaplane.storage.summary import EvaluationSummary, iso
@@ -27,34 +28,70 @@ def _unit_window() -> Window:
     return Window.partitionBy(*UNIT).orderBy("ts_ms", "poll_id", "round_window")
 
 
-def unit_rows(decisions: DataFrame) -> list[Row]:
-    """Per unit, in one job: its decisions, first and last time, the time with factor < 1 and with
-    factor == 0 (each round lasts until the unit's next round; the last round has no duration), first
-    throttled and first blocked time, the lowest factor, its last decision (`last`) and the active
-    brokers and log dirs of its last round without a collection error (`last_ok`)."""
+def unit_rows(decisions: DataFrame) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per unit, and per unit and fallback reason, in one job.
+
+    A unit's row: its decisions, first and last time, the time with factor < 1 and with factor == 0
+    (each round lasts until the unit's next round; the last round has no duration), first throttled
+    and first blocked time, the lowest factor, its last decision (`last`) and the active brokers and
+    log dirs of its last round without a collection error (`last_ok`). A reason's row: the times its
+    fallback was applied and the rounds it decided. Spark aggregates per (unit, reason); the
+    groups of a unit are folded here."""
     nxt = F.lead("ts_ms").over(_unit_window())
     order = F.struct("ts_ms", "poll_id", "round_window")  # nulls order first: a max is the window's last
     d = decisions.select("*", (nxt - F.col("ts_ms")).alias("span"), order.alias("_order"))
     throttled, blocked = F.col("throttle_factor") < 1.0, F.col("throttle_factor") == 0.0
     last = F.struct("source", "throttle_factor", "throttling_broker_id", "throttling_log_dir",
                     "effective_produce_limit", "used_bytes")
-    ok = F.col("collection_error").isNull()
-    rows = d.groupBy(*UNIT).agg(
+    ok_order = F.when(F.col("collection_error").isNull(), F.col("_order"))
+    groups = d.groupBy(*UNIT, "fallback_reason").agg(
         F.count(F.lit(1)).alias("decisions"),
+        F.count(F.when(F.col("fallback_applied"), 1)).alias("applied"),
         F.min("ts_ms").alias("first_ms"), F.max("ts_ms").alias("last_ms"),
         F.coalesce(F.sum(F.when(throttled, F.col("span"))), F.lit(0)).alias("throttled_ms"),
         F.coalesce(F.sum(F.when(blocked, F.col("span"))), F.lit(0)).alias("blocked_ms"),
         F.min(F.when(throttled, F.col("ts_ms"))).alias("first_throttled_ms"),
         F.min(F.when(blocked, F.col("ts_ms"))).alias("first_blocked_ms"),
         F.min("throttle_factor").alias("lowest_factor"),
-        F.max_by(last, "_order").alias("last"),
-        F.max_by(F.struct("active_brokers", "active_log_dirs"), F.when(ok, F.col("_order"))).alias("last_ok"),
+        F.max("_order").alias("last_order"), F.max_by(last, "_order").alias("last"),
+        F.max(ok_order).alias("ok_order"),
+        F.max_by(F.struct("active_brokers", "active_log_dirs"), ok_order).alias("last_ok"),
     ).collect()
+    units: dict[tuple[Any, Any], dict[str, Any]] = {}
+    counts = []
+    for g in groups:
+        if g["fallback_reason"] is not None:
+            counts.append({"cluster": g["cluster"], "observing_broker_id": g["observing_broker_id"],
+                           "fallback_reason": g["fallback_reason"], "applied": g["applied"],
+                           "rounds": g["decisions"]})
+        key = (g["cluster"], g["observing_broker_id"])
+        unit = units.get(key)
+        units[key] = g.asDict() if unit is None else _fold(unit, g)
     # ordered here: an `orderBy` before `collect` costs Spark a sampling job of its own
-    return sorted(rows, key=lambda r: nulls_first(r["cluster"], r["observing_broker_id"]))
+    return sorted(units.values(), key=lambda r: nulls_first(r["cluster"], r["observing_broker_id"])), counts
 
 
-def throttled_time(units: list[Row]) -> list[dict[str, Any]]:
+def _later(a: Row | None, b: Row | None) -> bool:
+    """Whether round order `b` comes after `a` in Spark's ascending order (nulls first)."""
+    return b is not None and (a is None or nulls_first(*b) > nulls_first(*a))
+
+
+def _fold(unit: dict[str, Any], g: Row) -> dict[str, Any]:
+    """A unit's row with one more of its (unit, reason) groups folded in."""
+    for name in ("decisions", "throttled_ms", "blocked_ms"):
+        unit[name] += g[name]
+    for name in ("first_ms", "first_throttled_ms", "first_blocked_ms", "lowest_factor"):
+        if g[name] is not None and (unit[name] is None or g[name] < unit[name]):
+            unit[name] = g[name]
+    unit["last_ms"] = max(unit["last_ms"], g["last_ms"])
+    if _later(unit["last_order"], g["last_order"]):
+        unit["last_order"], unit["last"] = g["last_order"], g["last"]
+    if _later(unit["ok_order"], g["ok_order"]):
+        unit["ok_order"], unit["last_ok"] = g["ok_order"], g["last_ok"]
+    return unit
+
+
+def throttled_time(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The units of `summary.json` from `unit_rows`."""
     return [{
         "cluster": r["cluster"], "observing_broker_id": r["observing_broker_id"], "decisions": r["decisions"],
@@ -65,15 +102,7 @@ def throttled_time(units: list[Row]) -> list[dict[str, Any]]:
     } for r in units]
 
 
-def fallback_counts(decisions: DataFrame) -> list[Row]:
-    """Per unit and fallback reason: times the fallback was applied and rounds it decided."""
-    return (decisions.where(F.col("fallback_reason").isNotNull()).groupBy(*UNIT, "fallback_reason")
-            .agg(F.count(F.when(F.col("fallback_applied"), 1)).alias("applied"),
-                 F.count(F.lit(1)).alias("rounds"))
-            .collect())
-
-
-def fallbacks(counts: list[Row]) -> dict[str, dict[str, int]]:
+def fallbacks(counts: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     """By reason: times the fallback was applied (the counter) and rounds decided by the fallback."""
     out: dict[str, dict[str, int]] = {}
     for r in counts:
@@ -127,10 +156,9 @@ def breaches(config: StorageConfig, profile: list[dict[str, Any]] | None,
     } for r in rows]
 
 
-def metric_states(config: StorageConfig, units: list[Row], counts: list[Row],
+def metric_states(config: StorageConfig, units: list[dict[str, Any]], counts: list[dict[str, Any]],
                   label: str) -> list[StorageMetricState]:
-    """The end-of-history metric state of every unit (spec: Metrics), from `unit_rows` and
-    `fallback_counts`."""
+    """The end-of-history metric state of every unit (spec: Metrics), from `unit_rows`."""
     by_unit: dict[tuple[Any, Any], dict[str, int]] = {}
     for c in counts:
         if c["applied"]:
@@ -155,7 +183,7 @@ def metric_states(config: StorageConfig, units: list[Row], counts: list[Row],
     return states
 
 
-def time_range(units: list[Row]) -> tuple[int, int] | None:
+def time_range(units: list[dict[str, Any]]) -> tuple[int, int] | None:
     """The first and last decision time of every unit."""
     if not units:
         return None
@@ -255,14 +283,23 @@ def volume_count(profile: list[dict[str, Any]]) -> int:
 def summarise(label: str, config: StorageConfig, decisions: DataFrame, observations: DataFrame | None
               ) -> tuple[EvaluationSummary, list[StorageMetricState], list[dict[str, Any]]]:
     """The summary of one evaluation, its metric states and (with `observations`) its volume
-    profile: five small Spark jobs over the decisions, one aggregation of the observations."""
-    units = unit_rows(decisions)
-    counts = fallback_counts(decisions)
+    profile: three small Spark jobs over the decisions and one aggregation of the observations, in
+    two rounds of actions run side by side (the time range of the first decides the buckets of the
+    second)."""
+    (units, counts), events = side_by_side(lambda: unit_rows(decisions), lambda: fallback_events(decisions))
     span = time_range(units)
-    profile = volume_profile(observations, span) if observations is not None and span else []
+    profile: list[dict[str, Any]] = []
+    series: list[dict[str, Any]] = []
+    if span is not None:
+        if observations is not None:
+            observed = observations
+            profile, series = side_by_side(lambda: volume_profile(observed, span),
+                                           lambda: factor_series(decisions, span))
+        else:
+            series = factor_series(decisions, span)
     summary = EvaluationSummary(
         label=label, config=config, units=throttled_time(units), fallbacks=fallbacks(counts),
-        fallback_events=fallback_events(decisions),
+        fallback_events=events,
         breaches=breaches(config, profile, decisions) if observations is not None else [],
-        factor_series=factor_series(decisions, span) if span else [], span=span)
+        factor_series=series, span=span)
     return summary, metric_states(config, units, counts, label), profile

@@ -1,0 +1,114 @@
+"""`summary.unit_rows`: what each unit (and each of its fallback reasons) amounts to, aggregated by
+Spark per (unit, reason) and folded per unit in the driver, must equal the decision rows themselves
+taken in round order."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from quotaplane.storage.spark import summary as S
+
+pytestmark = pytest.mark.spark
+SCHEMA = ("cluster string, observing_broker_id long, ts_ms long, poll_id long, round_window long, "
+          "source string, throttle_factor double, throttling_broker_id long, throttling_log_dir string, "
+          "fallback_reason string, fallback_applied boolean, collection_error string, active_brokers long, "
+          "active_log_dirs long, effective_produce_limit double, used_bytes long")
+
+decision = st.fixed_dictionaries({
+    "unit": st.sampled_from([("a", None), ("a", 1), (None, 2)]),
+    "ts_ms": st.integers(0, 50),
+    "marked": st.booleans(),  # a marked round has `poll_id`, an unmarked one `round_window`
+    "throttle_factor": st.sampled_from([0.0, 0.25, 1.0]),
+    "fallback_reason": st.sampled_from([None, None, "missing_broker_data", "SAFETY_TIMEOUT"]),
+    "fallback_applied": st.booleans(),
+    "collection_error": st.sampled_from([None, None, "SAFETY_TIMEOUT"]),
+    "active_brokers": st.integers(0, 3),
+})
+
+
+def _rows(drawn: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Decision rows with one round per unit and time (as the decisions have)."""
+    rows, seen = [], set()
+    for i, d in enumerate(drawn):
+        (cluster, broker), ts = d["unit"], d["ts_ms"]
+        if (cluster, broker, ts) in seen:
+            continue
+        seen.add((cluster, broker, ts))
+        rows.append({"cluster": cluster, "observing_broker_id": broker, "ts_ms": ts,
+                     "poll_id": ts if d["marked"] else None, "round_window": None if d["marked"] else ts,
+                     "source": "cluster", "throttle_factor": d["throttle_factor"], "throttling_broker_id": i,
+                     "throttling_log_dir": None, "fallback_reason": d["fallback_reason"],
+                     "fallback_applied": d["fallback_applied"] and d["fallback_reason"] is not None,
+                     "collection_error": d["collection_error"], "active_brokers": d["active_brokers"],
+                     "active_log_dirs": 2 * d["active_brokers"], "effective_produce_limit": None,
+                     "used_bytes": None})
+    return rows
+
+
+def _expected(rows: list[dict[str, Any]]) -> tuple[dict[tuple, dict[str, Any]], dict[tuple, tuple[int, int]]]:
+    units: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        units.setdefault((r["cluster"], r["observing_broker_id"]), []).append(r)
+    out, counts = {}, {}
+    for key, rs in units.items():
+        rs.sort(key=lambda r: r["ts_ms"])
+        spans = [b["ts_ms"] - a["ts_ms"] for a, b in itertools.pairwise(rs)] + [0]
+        throttled = [r["ts_ms"] for r in rs if r["throttle_factor"] < 1.0]
+        blocked = [r["ts_ms"] for r in rs if r["throttle_factor"] == 0.0]
+        ok = [r for r in rs if r["collection_error"] is None]
+        out[key] = {
+            "decisions": len(rs), "first_ms": rs[0]["ts_ms"], "last_ms": rs[-1]["ts_ms"],
+            "throttled_ms": sum(s for r, s in zip(rs, spans, strict=True) if r["throttle_factor"] < 1.0),
+            "blocked_ms": sum(s for r, s in zip(rs, spans, strict=True) if r["throttle_factor"] == 0.0),
+            "first_throttled_ms": min(throttled, default=None),
+            "first_blocked_ms": min(blocked, default=None),
+            "lowest_factor": min(r["throttle_factor"] for r in rs),
+            "last": rs[-1]["throttling_broker_id"],
+            "last_ok": (ok[-1]["active_brokers"], ok[-1]["active_log_dirs"]) if ok else None,
+        }
+        for r in rs:
+            if r["fallback_reason"] is not None:
+                applied, rounds = counts.get((*key, r["fallback_reason"]), (0, 0))
+                counts[(*key, r["fallback_reason"])] = (applied + r["fallback_applied"], rounds + 1)
+    return out, counts
+
+
+def _drawn(ts: int, reason: str | None, error: str | None = None) -> dict[str, Any]:
+    return {"unit": ("a", None), "ts_ms": ts, "marked": True, "throttle_factor": 0.5,
+            "fallback_reason": reason, "fallback_applied": True, "collection_error": error,
+            "active_brokers": ts}
+
+
+# the unit's last round (4) and its last round without an error (3) lie in different reason groups,
+# and the first round without an error (0) in a third: whatever order Spark returns the groups in,
+# folding must compare their round orders
+FOLDED = [_drawn(0, None), _drawn(1, "missing_broker_data"), _drawn(2, "SAFETY_TIMEOUT"),
+          _drawn(3, "missing_broker_data"), _drawn(4, None, "SAFETY_TIMEOUT")]
+
+
+@settings(parent=settings.get_profile("differential"))
+@given(st.lists(decision, min_size=0, max_size=30))
+@example(FOLDED)
+def test_units_and_their_fallbacks_equal_the_rows_in_round_order(spark, drawn) -> None:
+    rows = _rows(drawn)
+    units, counts = S.unit_rows(spark.createDataFrame(rows, SCHEMA))
+    expected, expected_counts = _expected(rows)
+    got = {}
+    for u in units:
+        ok = u["last_ok"]
+        got[(u["cluster"], u["observing_broker_id"])] = {
+            **{k: u[k] for k in ("decisions", "first_ms", "last_ms", "throttled_ms", "blocked_ms",
+                                 "first_throttled_ms", "first_blocked_ms", "lowest_factor")},
+            "last": u["last"]["throttling_broker_id"],
+            "last_ok": (ok["active_brokers"], ok["active_log_dirs"]) if ok else None,
+        }
+    assert got == expected
+    assert [(u["cluster"], u["observing_broker_id"]) for u in units] == sorted(
+        expected, key=lambda k: (k[0] is not None, k[0] or "", k[1] is not None, k[1] or 0))
+    assert {(c["cluster"], c["observing_broker_id"], c["fallback_reason"]): (c["applied"], c["rounds"])
+            for c in counts} == expected_counts
