@@ -12,7 +12,9 @@ It provides `StorageDecisions` (the decisions tables read back from Parquet) to 
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from quotaplane.core.policy import Outputs, StageContext, StageResult
@@ -53,30 +55,44 @@ def _read(ctx: StageContext) -> tuple[dict[str, DataFrame], list[ReadCounts], li
     return used, counts, checked
 
 
+@dataclass
+class _Decided:
+    """A configuration's decisions read back; with `observations`, the counted volume observations
+    and the evaluation whose keyed rows stay cached until `release()`; the decisions' time span
+    (first and last `ts_ms`, None without decisions), observed by the job that wrote them."""
+
+    decisions: DataFrame
+    observations: DataFrame | None
+    evaluation: StorageEvaluation | None
+    span: tuple[int, int] | None
+
+
 def _decide(ctx: StageContext, config: StorageConfig, inputs: dict[str, DataFrame], table: str,
-            observations: bool) -> tuple[DataFrame, DataFrame | None, StorageEvaluation | None]:
-    """Write the decisions; return them read back, and with `observations` the counted volume
-    observations (written to `storage_volume_observations` and read back with `ctx.detail`) and
-    the evaluation (None without `observations`), whose keyed round rows stay cached until
-    `release()`: the decisions' job
-    computes them once, and the observations (their table or the report's one aggregate) read them
-    again instead of shuffling and sorting the input a second time."""
+            observations: bool) -> _Decided:
+    """Write the decisions (see `_Decided`). With `observations`, they are written to
+    `storage_volume_observations` and read back with `ctx.detail`; the decisions' job computes the
+    keyed round rows once, and the observations (their table or the report's one aggregate) read
+    them again instead of shuffling and sorting the input a second time."""
     ev = evaluate(config, inputs["volumes"], inputs["membership"], inputs["collection_errors"],
                   persist=observations)
+    span = Observation("storage_decision_span")
     try:
-        ev.decisions.write.mode("overwrite").parquet(str(ctx.out_dir / table))
+        (ev.decisions.observe(span, F.min("ts_ms").alias("first"), F.max("ts_ms").alias("last"))
+         .write.mode("overwrite").parquet(str(ctx.out_dir / table)))
         if observations and ctx.detail:
             ev.volumes.write.mode("overwrite").parquet(str(ctx.out_dir / OBSERVATIONS))
     except BaseException:
         ev.release()
         raise
     decisions = ctx.spark.read.parquet(str(ctx.out_dir / table))
+    first, last = span.get["first"], span.get["last"]
+    time_span = None if first is None else (int(first), int(last))
     if not observations:
         ev.release()
-        return decisions, None, None
+        return _Decided(decisions, None, None, time_span)
     if ctx.detail:
-        return decisions, ctx.spark.read.parquet(str(ctx.out_dir / OBSERVATIONS)), ev
-    return decisions, ev.volumes, ev
+        return _Decided(decisions, ctx.spark.read.parquet(str(ctx.out_dir / OBSERVATIONS)), ev, time_span)
+    return _Decided(decisions, ev.volumes, ev, time_span)
 
 
 def run_stage(ctx: StageContext, config: StorageConfig, compare: StorageConfig | None,
@@ -88,18 +104,20 @@ def run_stage(ctx: StageContext, config: StorageConfig, compare: StorageConfig |
         with ctx.progress.step("storage: reading and validating telemetry"):
             inputs, counts, checked = _read(ctx)
         with ctx.progress.step(f"storage: {config.evaluation} decisions"):
-            decisions, observations, cached = _decide(ctx, config, inputs, "storage_decisions", True)
-            assert cached is not None
-            evaluations.append(cached)
+            decided = _decide(ctx, config, inputs, "storage_decisions", True)
+            assert decided.evaluation is not None
+            evaluations.append(decided.evaluation)
         compared = None
         if compare is not None:
             with ctx.progress.step(f"storage: {compare.evaluation} decisions (comparison)"):
-                compared, _, _ = _decide(ctx, compare, inputs, "storage_decisions_compare", False)
+                compared = _decide(ctx, compare, inputs, "storage_decisions_compare", False)
         with ctx.progress.step("storage: summary, metrics and report"):
-            main, states, profile = S.summarise("main", config, decisions, observations)
+            main, states, profile = S.summarise("main", config, decided.decisions, decided.span,
+                                                decided.observations)
             other = None
             if compare is not None and compared is not None:
-                other, compared_states, _ = S.summarise("compare", compare, compared, None)
+                other, compared_states, _ = S.summarise("compare", compare, compared.decisions, compared.span,
+                                                        None)
                 states += compared_states
             ctx.registry.register(StorageMetrics(states))
             closest = S.closest_volumes(profile, VOLUMES_PLOTTED)
@@ -114,7 +132,8 @@ def run_stage(ctx: StageContext, config: StorageConfig, compare: StorageConfig |
             e.release()
     last_volume = next((c.aggregates[LAST_VOLUME_TS] for c in checked if LAST_VOLUME_TS in c.aggregates),
                        None)
-    outputs.provide(StorageDecisions(decisions, compared, last_volume))
+    outputs.provide(StorageDecisions(decided.decisions, compared.decisions if compared else None,
+                                     last_volume))
     outputs = {"decisions": str(ctx.published / "storage_decisions"),
                "quarantine": str(ctx.published / "quarantine")}
     if ctx.detail:

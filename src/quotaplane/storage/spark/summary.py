@@ -183,13 +183,6 @@ def metric_states(config: StorageConfig, units: list[dict[str, Any]], counts: li
     return states
 
 
-def time_range(units: list[dict[str, Any]]) -> tuple[int, int] | None:
-    """The first and last decision time of every unit."""
-    if not units:
-        return None
-    return min(int(u["first_ms"]) for u in units), max(int(u["last_ms"]) for u in units)
-
-
 def _bucket(start: int, end: int) -> tuple[Any, int]:
     width = bucket_width(start, end, PLOT_BUCKETS)
     return ((F.col("ts_ms") - F.lit(start)) / F.lit(width)).cast("long"), width
@@ -280,23 +273,23 @@ def volume_count(profile: list[dict[str, Any]]) -> int:
     return len({(r["cluster"], r["broker_id"], r["log_dir"]) for r in profile})
 
 
-def summarise(label: str, config: StorageConfig, decisions: DataFrame, observations: DataFrame | None
+def summarise(label: str, config: StorageConfig, decisions: DataFrame, span: tuple[int, int] | None,
+              observations: DataFrame | None
               ) -> tuple[EvaluationSummary, list[StorageMetricState], list[dict[str, Any]]]:
     """The summary of one evaluation, its metric states and (with `observations`) its volume
-    profile: three small Spark jobs over the decisions and one aggregation of the observations, in
-    two rounds of actions run side by side (the time range of the first decides the buckets of the
-    second)."""
-    (units, counts), events = side_by_side(lambda: unit_rows(decisions), lambda: fallback_events(decisions))
-    span = time_range(units)
-    profile: list[dict[str, Any]] = []
-    series: list[dict[str, Any]] = []
+    profile. `span` is the decisions' first and last time (their job observes it; None without
+    decisions): it sets the plots' buckets, so the summary's actions do not wait for one another
+    and run side by side: three small ones over the decisions and the aggregation of the
+    observations."""
+    actions = [lambda: unit_rows(decisions), lambda: fallback_events(decisions)]
     if span is not None:
+        actions.append(lambda: factor_series(decisions, span))
         if observations is not None:
-            observed = observations
-            profile, series = side_by_side(lambda: volume_profile(observed, span),
-                                           lambda: factor_series(decisions, span))
-        else:
-            series = factor_series(decisions, span)
+            actions.append(lambda: volume_profile(observations, span))
+    results = side_by_side(*actions)
+    (units, counts), events = results[0], results[1]
+    series = results[2] if len(results) > 2 else []
+    profile = results[3] if len(results) > 3 else []
     summary = EvaluationSummary(
         label=label, config=config, units=throttled_time(units), fallbacks=fallbacks(counts),
         fallback_events=events,
