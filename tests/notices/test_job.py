@@ -14,6 +14,8 @@ from quotaplane.notices.config import load_notice_config
 from quotaplane.notices.engine.evaluate import compare, evaluate
 from quotaplane.notices.policy import NoticesPolicy
 from quotaplane.notices.records import PRODUCER_TRAFFIC
+from quotaplane.notices.report import NoticeReportData, build_sections, report_data_from_notices
+from quotaplane.notices.spark import stage as notice_stage
 from tests.support.differential import assert_rows_equal
 from tests.support.stages import run_policy_stage
 
@@ -42,10 +44,17 @@ def telemetry(tmp_path: Path) -> tuple[Path, Path]:
     return config, tmp_path / "good.jsonl"
 
 
-def test_stage_writes_the_reference_tables_metrics_summary_and_report(spark, tmp_path: Path,
-                                                                      telemetry) -> None:
+def test_stage_writes_the_reference_tables_metrics_summary_and_report(spark, tmp_path: Path, telemetry,
+                                                                      monkeypatch) -> None:
     config_path, good = telemetry
     out = tmp_path / "out"
+    drawn: list[NoticeReportData] = []
+
+    def capture(data: NoticeReportData):
+        drawn.append(data)
+        return build_sections(data)
+
+    monkeypatch.setattr(notice_stage, "build_sections", capture)
     ctx, result, _ = run_policy_stage(spark, NoticesPolicy(), tmp_path / "telemetry", out,
                                       RunConfigs(notices=config_path))
     expected = evaluate(load_notice_config(config_path), read_input(good, PRODUCER_TRAFFIC))
@@ -67,6 +76,12 @@ def test_stage_writes_the_reference_tables_metrics_summary_and_report(spark, tmp
     assert "quotaplane_producer_throttle_notices_total{" in text
     assert "pulsar_broker_topic_publish_rate_limit_count_total{" in text
     assert [s.title for s in result.sections] == ["Producer throttle notices (PIP-385)"]
+    # the report's timeline: its bucket from the notices' span (observed while they were written)
+    # and its rows in order, as the reference builds them from the notices
+    reference = report_data_from_notices(expected)
+    (data,) = drawn
+    assert data.bucket_ms == reference.bucket_ms
+    assert data.timeline.to_dict("records") == reference.timeline.to_dict("records")
     assert result.console[0].startswith(f"notices: {len(expected):,} throttle notices from 400 publish")
 
 

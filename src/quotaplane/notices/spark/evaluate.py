@@ -128,13 +128,9 @@ def evaluate_notices(config: NoticeConfig) -> Callable[[DataFrame], DataFrame]:
     return transform
 
 
-SPAN_COLUMNS = ("first_ts_ms", "last_ts_ms")
-
-
-def comparison(notices: DataFrame, span: bool = False) -> DataFrame:
+def comparison(notices: DataFrame) -> DataFrame:
     """`notice_decisions` -> `notice_comparison` (`COMPARISON_SCHEMA`): per (broker, topic, reason),
-    the notices, their receipts and the sums of their pauses with and without notices; with `span`,
-    also the first and last notice's time (`SPAN_COLUMNS`), in the same aggregation."""
+    the notices, their receipts and the sums of their pauses with and without notices."""
 
     def total(value: Column) -> Column:  # a group has a row: the sum is never null
         return F.coalesce(F.sum(value), F.lit(0)).cast("long")
@@ -146,6 +142,5 @@ def comparison(notices: DataFrame, span: bool = False) -> DataFrame:
     return (notices.groupBy("broker", "topic", "reason")
             .agg(F.count(F.lit(1)).alias("notices"), *receipts,
                  total(F.col("pause_for_millis")).alias("pause_for_millis_total"),
-                 *[total(F.col(c)).alias(c) for c in summed],
-                 F.min("ts_ms").alias(SPAN_COLUMNS[0]), F.max("ts_ms").alias(SPAN_COLUMNS[1]))
-            .select(*COMPARISON_RECORD.field_names, *(SPAN_COLUMNS if span else ())))
+                 *[total(F.col(c)).alias(c) for c in summed])
+            .select(*COMPARISON_RECORD.field_names))

@@ -16,17 +16,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.readers import check_once, read_telemetry
+from quotaplane.core.spark.side_by_side import side_by_side
 from quotaplane.notices.config import NoticeConfig
-from quotaplane.notices.engine.evaluate import COMPARISON_COLUMNS, RECEIPTS
+from quotaplane.notices.engine.evaluate import RECEIPTS
 from quotaplane.notices.metrics import NoticeMetrics
 from quotaplane.notices.records import INPUTS
 from quotaplane.notices.report import NoticeReportData, bucket_ms_for, build_sections, notice_kpis
-from quotaplane.notices.spark.evaluate import COMPARISON_SCHEMA, SPAN_COLUMNS, comparison, evaluate_notices
+from quotaplane.notices.spark.evaluate import COMPARISON_SCHEMA, comparison, evaluate_notices
 
 TRAFFIC = INPUTS[0]
 INPUT = TRAFFIC.name
@@ -44,23 +45,29 @@ def run_stage(ctx: StageContext, config: NoticeConfig, outputs: Outputs) -> Stag
         checked = check_once(read_telemetry(ctx.spark, TRAFFIC.schema, path), out / "quarantine" / INPUT)
         counts = checked.counts
     with ctx.progress.step("notices: notices per broker (token buckets, connection limits)"):
-        _write(checked.used.transform(evaluate_notices(config)), out / "notice_decisions")
+        span = Observation("notice_span")
+        _write(checked.used.transform(evaluate_notices(config))
+               .observe(span, F.min("ts_ms").alias("first"), F.max("ts_ms").alias("last")),
+               out / "notice_decisions")
         checked.release()
     decided = ctx.spark.read.parquet(str(out / "notice_decisions"))
     with ctx.progress.step("notices: comparison, metrics and report"):
-        # one scan of the notices for the comparison and their time span; the comparison is small
-        spans = sorted((r.asDict() for r in comparison(decided, span=True).collect()),
-                       key=lambda r: (r["broker"], r["topic"], r["reason"]))
-        rows = [{c: r[c] for c in COMPARISON_COLUMNS} for r in spans]
-        _write(ctx.spark.createDataFrame(rows, COMPARISON_SCHEMA), out / "notice_comparison")
-        bucket_ms = bucket_ms_for(min((r[SPAN_COLUMNS[0]] for r in spans), default=None),
-                                  max((r[SPAN_COLUMNS[1]] for r in spans), default=None))
-        timeline = [r.asDict() for r in _timeline(decided, bucket_ms).collect()]
+        # the notices' span (observed by their write) sets the timeline's bucket: the comparison and
+        # the timeline are two small actions side by side
+        bucket_ms = bucket_ms_for(span.get["first"], span.get["last"])
+        compared, timed = side_by_side(lambda: comparison(decided).collect(),
+                                       lambda: _timeline(decided, bucket_ms).collect())
+        rows = sorted((r.asDict() for r in compared), key=lambda r: (r["broker"], r["topic"], r["reason"]))
+        # ordered here: an `orderBy` before `collect` costs Spark a sampling job of its own
+        timeline = sorted((r.asDict() for r in timed), key=lambda r: (r["bucket_start_ms"], r["reason"]))
         ctx.registry.register(NoticeMetrics(rows))
         summary = summary_of(config, rows)
         notes = [] if not counts.quarantined else [
             f"{counts.quarantined} producer traffic rows were quarantined (quarantine/{INPUT})."]
-        sections = build_sections(NoticeReportData(notice_kpis(rows), rows, timeline, bucket_ms, notes))
+        data = NoticeReportData(notice_kpis(rows), rows, timeline, bucket_ms, notes)
+        # the comparison table is written while the report is drawn
+        sections, _ = side_by_side(lambda: build_sections(data), lambda: _write(
+            ctx.spark.createDataFrame(rows, COMPARISON_SCHEMA), out / "notice_comparison"))
     summary["input"] = counts.as_dict()
     return StageResult(NAME, summary, [counts], sections, [_console(summary, counts.used)])
 
@@ -76,8 +83,7 @@ def _timeline(decided: DataFrame, bucket_ms: int) -> DataFrame:
             .agg(F.count(F.lit(1)).alias("notices"),
                  F.sum("connection_paused_ms").cast("long").alias("connection_paused_ms"),
                  F.sum("connection_paused_ms_without_notices").cast("long")
-                 .alias("connection_paused_ms_without_notices"))
-            .orderBy("bucket_start_ms", "reason"))
+                 .alias("connection_paused_ms_without_notices")))
 
 
 def summary_of(config: NoticeConfig, rows: list[dict[str, Any]]) -> dict[str, Any]:
