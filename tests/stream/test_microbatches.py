@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from quotaplane.core.fields import UNPARSABLE
 from quotaplane.stream.commits import CommitLog
 from quotaplane.stream.plan import Streamed
-from quotaplane.stream.spark.microbatch import MicroBatches
+from quotaplane.stream.spark.microbatch import ROWS_PER_FILE, MicroBatches, files_for
 from quotaplane.stream.spark.source import checked_lines
 from tests.stream.echo import INPUT, Echo
 
@@ -75,6 +75,15 @@ def test_rows_are_decided_once_final_and_state_carries_between_batches(setup) ->
     quarantined = spark.read.parquet(str(tmp / "out" / "quarantine" / "events")).collect()
     assert [(q["input"], q["row"]) for q in quarantined] == [("events", "not json")]
     assert quarantined[0]["reason"] == UNPARSABLE
+    # a micro-batch's small tables are a file each, not one per shuffle partition
+    written = [tmp / "out" / "echo" / "batch=3", log.state_dir("echo", 3),
+               tmp / "out" / "quarantine" / "events" / "batch=1" / "source=reader"]
+    assert [len(list(folder.glob("part-*.parquet"))) for folder in written] == [1, 1, 1]
+
+
+def test_a_table_is_written_in_a_file_per_rows_per_file_begun() -> None:
+    rows = (0, 1, ROWS_PER_FILE, ROWS_PER_FILE + 1, 3 * ROWS_PER_FILE)
+    assert [files_for(n) for n in rows] == [1, 1, 1, 2, 3]
 
 
 def test_rows_older_than_the_watermark_are_counted_and_kept_as_late(setup) -> None:

@@ -40,6 +40,7 @@ _KIND_TYPES: dict[str, T.DataType] = {
     "boolean": T.BooleanType(), "timestamp_ms": T.LongType(),
 }
 ROW_COLUMNS = ["key", "input", "row", "state"]
+ROWS_PER_FILE = 50_000  # a table of a micro-batch is written in a file per this many rows begun
 OUT_SCHEMA = T.StructType([
     T.StructField("key", T.StringType()), T.StructField("table", T.StringType()),
     T.StructField("row", T.StringType()), T.StructField("state", T.BinaryType()),
@@ -183,16 +184,19 @@ class MicroBatches:
         for name in self.input_of:
             report.inputs.setdefault(name, {"read": 0, "used": 0, "quarantined": 0, "late": 0})
         number = report.commit.number
-        if any(c["quarantined"] for c in report.inputs.values()):
+        quarantined = sum(c["quarantined"] for c in report.inputs.values())
+        if quarantined:
             self._write_quarantine(
                 checked.where(F.col("reason").isNotNull()).select(
                     "input", F.col("input").alias("record"), "reason", F.col("original").alias("row")),
-                number, "reader")
-        if any(c["late"] for c in report.inputs.values()):
+                number, "reader", quarantined)
+        n_late = sum(c["late"] for c in report.inputs.values())
+        if n_late:
             reason = F.concat(F.lit("event time "), F.col("event_ms").cast("string"),
                               F.lit(" is before the watermark "), F.lit(str(prev.watermark_ms)))
             self._write(checked.where(F.col("reason").isNull() & late)
-                        .select("input", reason.alias("reason"), "row"), "late", number, "source=watermark")
+                        .select("input", reason.alias("reason"), "row"), "late", number, n_late,
+                        "source=watermark")
         commit = report.commit
         commit.max_event_ms = latest
         if latest is not None:
@@ -259,8 +263,8 @@ class MicroBatches:
             report.keys[policy.name] = keys
             target = self.log.state_dir(policy.name, number)
             staged = staging_dir(target)
-            result.where(F.col("table") == STATE).select("key", "state").write.mode("overwrite").parquet(
-                str(staged))
+            result.where(F.col("table") == STATE).select("key", "state").coalesce(files_for(keys)).write.mode(
+                "overwrite").parquet(str(staged))
             for table in policy.output_tables(streamed.config):
                 count = int(by_table[table.name]["n"]) if table.name in by_table else 0
                 report.tables[table.name] = count
@@ -268,14 +272,14 @@ class MicroBatches:
                     continue
                 parsed = F.from_json("row", table_schema(table))
                 rows_of = result.where(F.col("table") == table.name).select(parsed.alias("_r"))
-                self._write(rows_of.select(*table_columns(table, F.col("_r"))), table.name, number)
+                self._write(rows_of.select(*table_columns(table, F.col("_r"))), table.name, number, count)
                 if table.name in self.shared:
                     report.shared[table.name] = [_plain(r.asDict()) for r in rows_of.select("_r.*").collect()]
             if LATE_TABLE in by_table:
                 late = result.where(F.col("table") == LATE_TABLE).select(
                     F.from_json("row", LATE_SCHEMA).alias("_l")).select("_l.*")
-                self._write(late, "late", number, f"source={policy.name}")
                 total = int(by_table[LATE_TABLE]["n"])
+                self._write(late, "late", number, total, f"source={policy.name}")
                 report.commit.totals[f"policy_late:{policy.name}"] = report.commit.totals.get(
                     f"policy_late:{policy.name}", 0) + total
             if QUARANTINE in by_table:
@@ -302,29 +306,37 @@ class MicroBatches:
             entry["used"] -= n
             entry["quarantined"] += n
         self._write_quarantine(rows.select("input", F.col("input").alias("record"), "reason", "row"), number,
-                               policy)
+                               policy, sum(counts.values()))
 
     # -- writing ---------------------------------------------------------------------------------
 
-    def _write(self, df: DataFrame, table: str, number: int, sub: str | None = None) -> None:
-        """Write `<table>/batch=<number>[/<sub>]` whole or not at all (`commits.publish`)."""
+    def _write(self, df: DataFrame, table: str, number: int, rows: int, sub: str | None = None) -> None:
+        """Write `<table>/batch=<number>[/<sub>]` (`rows` rows) whole or not at all
+        (`commits.publish`), in `files_for(rows)` files at most."""
         target = self.out_dir / table / f"batch={number}"
         if sub is not None:
             target = target / sub
         staged = staging_dir(target)
-        df.write.mode("overwrite").parquet(str(staged))
+        df.coalesce(files_for(rows)).write.mode("overwrite").parquet(str(staged))
         publish(staged, target)
 
-    def _write_quarantine(self, df: DataFrame, number: int, source: str) -> None:
-        """`quarantine/<input>/batch=<number>/source=<source>`: one folder per input, as the batch
-        run's `quarantine/<record>`; `source` is `reader` (a row's own rules) or the policy that
-        quarantined rows by rules over several rows."""
+    def _write_quarantine(self, df: DataFrame, number: int, source: str, rows: int) -> None:
+        """`quarantine/<input>/batch=<number>/source=<source>` (`rows` rows in all): one folder per
+        input, as the batch run's `quarantine/<record>`; `source` is `reader` (a row's own rules) or
+        the policy that quarantined rows by rules over several rows."""
         staged = self.out_dir / "quarantine" / f"_writing-batch={number}-{source}"
-        df.write.mode("overwrite").partitionBy("record").parquet(str(staged))
+        df.coalesce(files_for(rows)).write.mode("overwrite").partitionBy("record").parquet(str(staged))
         for folder in sorted(staged.glob("record=*")):
             name = folder.name[len("record="):]
             publish(folder, self.out_dir / "quarantine" / name / f"batch={number}" / f"source={source}")
         shutil.rmtree(staged, ignore_errors=True)
+
+
+def files_for(rows: int) -> int:
+    """The files (write tasks) for a table of `rows` rows: one per `ROWS_PER_FILE` begun. A
+    micro-batch's tables are small, and a write task per shuffle partition cost a task, a file
+    and its commit each."""
+    return max(1, -(-rows // ROWS_PER_FILE))
 
 
 def _outcome(policy: Incremental[Any]) -> Column:
