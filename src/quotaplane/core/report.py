@@ -43,6 +43,19 @@ def figure_to_data_uri(fig: Figure, dpi: int = 110, crop: bool = True) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def place_grid(fig: Figure, rows: int = 1, cols: int = 1, *, left: float, right: float, top: float,
+               bottom: float, gap_w: float = 0.0, gap_h: float = 0.0) -> None:
+    """Lay out a figure's grid of `rows` x `cols` axes with margins and gaps fixed in inches, so that
+    it is saved uncropped (`Section.figure(..., crop=False)`) and drawn once: the margins must hold
+    the tick labels, axis labels and titles."""
+    width, height = fig.get_size_inches()
+    tall, wide = height - top - bottom, width - left - right
+    fig.subplots_adjust(left=left / width, right=1 - right / width, top=1 - top / height,
+                        bottom=bottom / height,
+                        hspace=gap_h * rows / (tall - gap_h * (rows - 1)) if rows > 1 else 0.0,
+                        wspace=gap_w * cols / (wide - gap_w * (cols - 1)) if cols > 1 else 0.0)
+
+
 @dataclass
 class Section:
     """A titled part of the report; `parts` are HTML fragments added in order."""

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quotaplane.core.report import Section
+from quotaplane.core.report import Section, place_grid
 from quotaplane.notices.engine.evaluate import (
     COMPARISON_COLUMNS,
     IN_TIME,
@@ -221,6 +221,7 @@ def stalled_figure(comparison: pd.DataFrame) -> Figure:
     ax.set_title("Topics stalled by another topic's throttle, per reason (sum over notices)")
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8, loc="best")
+    place_grid(fig, left=0.9, right=0.15, top=0.4, bottom=0.4)
     return fig
 
 
@@ -257,6 +258,7 @@ def timeline_figure(timeline: pd.DataFrame, bucket_ms: int) -> Figure:
     bottom.grid(alpha=0.3)
     bottom.legend(fontsize=7, loc="upper left")
     fig.autofmt_xdate()
+    place_grid(fig, 2, 1, left=0.9, right=0.15, top=0.4, bottom=0.85, gap_h=0.15)
     return fig
 
 
@@ -288,7 +290,7 @@ def build_sections(data: NoticeReportData) -> list[Section]:
     s.table(["reason", "notices", "in time", "late", "unsupported", "pause_for_millis sent (s)",
              "connection paused with notices (s)", "without (s)", "topics stalled with notices", "without"],
             [[f"{REASON_LABELS.get(r, r)} ({r})", *_sum_cells(per_reason.loc[r])] for r in _reasons_in(c)])
-    s.figure(stalled_figure(c), "Innocent topics stalled, per reason, without and with notices")
+    s.figure(stalled_figure(c), "Innocent topics stalled, per reason, without and with notices", crop=False)
     s.heading("Topics whose throttles paused connections the longest")
     top = top_topics(c)
     s.figure(paused_figure(top), f"Connection pause per topic (top {len(top)}), without and with notices")
@@ -300,7 +302,7 @@ def build_sections(data: NoticeReportData) -> list[Section]:
         s.heading("Over time")
         s.figure(timeline_figure(data.timeline, data.bucket_ms),
                  f"Notices per {_duration(data.bucket_ms)} by reason, and the connection pause they caused "
-                 "(counted in the bucket of the notice)")
+                 "(counted in the bucket of the notice)", crop=False)
     return [s]
 
 

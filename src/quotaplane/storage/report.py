@@ -15,7 +15,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from quotaplane.core.report import Section
+from quotaplane.core.report import Section, place_grid
 from quotaplane.storage.summary import EvaluationSummary
 
 GIB = 1024**3
@@ -119,21 +119,10 @@ def _volumes_figure(series: list[dict[str, Any]]) -> Figure:
         if i == 0:
             ax.legend(fontsize=7, loc="best")
     fig.autofmt_xdate()
-    _space_grid(fig, rows, cols)
+    # room for a title above each (dates are written below the last row only) and the y labels
+    # beside; drawn once (see `place_grid`)
+    place_grid(fig, rows, cols, left=0.7, right=0.1, top=0.3, bottom=0.8, gap_w=0.75, gap_h=0.45)
     return fig
-
-
-def _space_grid(fig: Figure, rows: int, cols: int) -> None:
-    """Room between the small multiples for a title above each (0.45 in: dates are written below the
-    last row only) and for the y labels beside (0.75 in), and margins that hold the labels: fixed in
-    inches, so the figure is drawn once, not measured first by a layout pass and again by cropping."""
-    width, height = fig.get_size_inches()
-    top, bottom, left, right = 1 - 0.3 / height, 0.8 / height, 0.7 / width, 1 - 0.1 / width
-    tall, wide = height * (top - bottom), width * (right - left)
-    gap_h, gap_w = 0.45, 0.75
-    fig.subplots_adjust(top=top, bottom=bottom, left=left, right=right,
-                        hspace=gap_h * rows / (tall - gap_h * (rows - 1)),
-                        wspace=gap_w * cols / (wide - gap_w * (cols - 1)))
 
 
 @dataclass

@@ -1,0 +1,47 @@
+"""`place_grid`: a figure's margins and gaps fixed in inches, so it is saved uncropped."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from matplotlib.figure import Figure
+
+from quotaplane.core.report import figure_to_data_uri, place_grid
+
+
+def _inches(fig: Figure, rows: int, cols: int) -> list[tuple[float, float, float, float]]:
+    """Each axes' (left, bottom, right, top) in inches from the figure's lower left corner."""
+    axes = [fig.add_subplot(rows, cols, i + 1) for i in range(rows * cols)]
+    place_grid(fig, rows, cols, left=0.7, right=0.1, top=0.3, bottom=0.8, gap_w=0.75, gap_h=0.45)
+    width, height = fig.get_size_inches()
+    boxes = []
+    for ax in axes:
+        box = ax.get_position()
+        boxes.append((box.x0 * width, box.y0 * height, box.x1 * width, box.y1 * height))
+    return boxes
+
+
+def test_margins_and_gaps_are_the_inches_given() -> None:
+    boxes = _inches(Figure(figsize=(10, 7.8)), 3, 2)
+    first, second, last = boxes[0], boxes[1], boxes[-1]
+    assert first[0] == pytest.approx(0.7) and first[3] == pytest.approx(7.8 - 0.3)
+    assert second[2] == pytest.approx(10 - 0.1) and last[1] == pytest.approx(0.8)
+    assert second[0] - first[2] == pytest.approx(0.75)  # between the columns
+    assert first[1] - boxes[2][3] == pytest.approx(0.45)  # between the rows
+    # the axes share the rest equally
+    assert len({round(b[2] - b[0], 9) for b in boxes}) == 1
+    assert len({round(b[3] - b[1], 9) for b in boxes}) == 1
+
+
+def test_a_single_axes_fills_the_margins() -> None:
+    (box,) = _inches(Figure(figsize=(10, 3.4)), 1, 1)
+    assert box == pytest.approx((0.7, 0.8, 9.9, 3.1))
+
+
+def test_an_uncropped_figure_keeps_its_size() -> None:
+    fig = Figure(figsize=(10, 3.4))
+    fig.add_subplot(1, 1, 1).set_title("t")
+    png = base64.b64decode(figure_to_data_uri(fig, dpi=100, crop=False).split(",", 1)[1])
+    # the PNG header's width and height (IHDR)
+    assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (1000, 340)
