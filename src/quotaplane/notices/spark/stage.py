@@ -16,12 +16,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.readers import check_once, read_telemetry
 from quotaplane.core.spark.side_by_side import side_by_side
+from quotaplane.core.spark.time_span import TimeSpan
 from quotaplane.notices.config import NoticeConfig
 from quotaplane.notices.engine.evaluate import RECEIPTS
 from quotaplane.notices.metrics import NoticeMetrics
@@ -45,16 +46,14 @@ def run_stage(ctx: StageContext, config: NoticeConfig, outputs: Outputs) -> Stag
         checked = check_once(read_telemetry(ctx.spark, TRAFFIC.schema, path), out / "quarantine" / INPUT)
         counts = checked.counts
     with ctx.progress.step("notices: notices per broker (token buckets, connection limits)"):
-        span = Observation("notice_span")
-        _write(checked.used.transform(evaluate_notices(config))
-               .observe(span, F.min("ts_ms").alias("first"), F.max("ts_ms").alias("last")),
-               out / "notice_decisions")
+        span = TimeSpan("notice_span")
+        _write(span.observe(checked.used.transform(evaluate_notices(config))), out / "notice_decisions")
         checked.release()
     decided = ctx.spark.read.parquet(str(out / "notice_decisions"))
     with ctx.progress.step("notices: comparison, metrics and report"):
         # the notices' span (observed by their write) sets the timeline's bucket: the comparison and
         # the timeline are two small actions side by side
-        bucket_ms = bucket_ms_for(span.get["first"], span.get["last"])
+        bucket_ms = bucket_ms_for(*(span.value or (None, None)))
         compared, timed = side_by_side(lambda: comparison(decided).collect(),
                                        lambda: _timeline(decided, bucket_ms).collect())
         rows = sorted((r.asDict() for r in compared), key=lambda r: (r["broker"], r["topic"], r["reason"]))

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.readers import CheckedInput, ReadCounts, check_once, read_telemetry
 from quotaplane.core.spark.schemas import spark_schema
+from quotaplane.core.spark.time_span import TimeSpan
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.metrics import StorageMetrics
 from quotaplane.storage.outputs import StorageDecisions
@@ -75,18 +76,16 @@ def _decide(ctx: StageContext, config: StorageConfig, inputs: dict[str, DataFram
     them again instead of shuffling and sorting the input a second time."""
     ev = evaluate(config, inputs["volumes"], inputs["membership"], inputs["collection_errors"],
                   persist=observations)
-    span = Observation("storage_decision_span")
+    span = TimeSpan("storage_decision_span")
     try:
-        (ev.decisions.observe(span, F.min("ts_ms").alias("first"), F.max("ts_ms").alias("last"))
-         .write.mode("overwrite").parquet(str(ctx.out_dir / table)))
+        span.observe(ev.decisions).write.mode("overwrite").parquet(str(ctx.out_dir / table))
         if observations and ctx.detail:
             ev.volumes.write.mode("overwrite").parquet(str(ctx.out_dir / OBSERVATIONS))
     except BaseException:
         ev.release()
         raise
     decisions = ctx.spark.read.parquet(str(ctx.out_dir / table))
-    first, last = span.get["first"], span.get["last"]
-    time_span = None if first is None else (int(first), int(last))
+    time_span = span.value
     if not observations:
         ev.release()
         return _Decided(decisions, None, None, time_span)
