@@ -66,7 +66,10 @@ def unit_rows(decisions: DataFrame) -> tuple[list[dict[str, Any]], list[dict[str
                            "rounds": g["decisions"]})
         key = (g["cluster"], g["observing_broker_id"])
         unit = units.get(key)
-        units[key] = g.asDict() if unit is None else _fold(unit, g)
+        if unit is None:  # a unit's row: the group's, without what is the reason's own
+            units[key] = {k: v for k, v in g.asDict().items() if k not in ("fallback_reason", "applied")}
+        else:
+            units[key] = _fold(unit, g)
     # ordered here: an `orderBy` before `collect` costs Spark a sampling job of its own
     return sorted(units.values(), key=lambda r: nulls_first(r["cluster"], r["observing_broker_id"])), counts
 
