@@ -12,7 +12,13 @@ from pyspark.sql import functions as F
 from quotaplane.core.fields import UNPARSABLE
 from quotaplane.stream.commits import CommitLog
 from quotaplane.stream.plan import Streamed
-from quotaplane.stream.spark.microbatch import ROWS_PER_FILE, MicroBatches, files_for
+from quotaplane.stream.spark.microbatch import (
+    ROWS_PER_FILE,
+    ROWS_PER_TASK,
+    MicroBatches,
+    files_for,
+    tasks_for,
+)
 from quotaplane.stream.spark.source import checked_lines
 from tests.stream.echo import INPUT, Echo
 
@@ -84,6 +90,12 @@ def test_rows_are_decided_once_final_and_state_carries_between_batches(setup) ->
 def test_a_table_is_written_in_a_file_per_rows_per_file_begun() -> None:
     rows = (0, 1, ROWS_PER_FILE, ROWS_PER_FILE + 1, 3 * ROWS_PER_FILE)
     assert [files_for(n) for n in rows] == [1, 1, 1, 2, 3]
+
+
+def test_the_keys_are_stepped_in_a_task_per_rows_per_task_begun_up_to_the_limit() -> None:
+    rows = (0, 1, ROWS_PER_TASK, ROWS_PER_TASK + 1, 3 * ROWS_PER_TASK, 9 * ROWS_PER_TASK)
+    assert [tasks_for(n, 8) for n in rows] == [1, 1, 1, 2, 3, 8]
+    assert tasks_for(3 * ROWS_PER_TASK, 2) == 2
 
 
 def test_rows_older_than_the_watermark_are_counted_and_kept_as_late(setup) -> None:

@@ -41,11 +41,13 @@ _KIND_TYPES: dict[str, T.DataType] = {
 }
 ROW_COLUMNS = ["key", "input", "row", "state"]
 ROWS_PER_FILE = 50_000  # a table of a micro-batch is written in a file per this many rows begun
+ROWS_PER_TASK = 10_000  # the keyed groups of a micro-batch: a Python task per this many rows begun
 OUT_SCHEMA = T.StructType([
     T.StructField("key", T.StringType()), T.StructField("table", T.StringType()),
     T.StructField("row", T.StringType()), T.StructField("state", T.BinaryType()),
     T.StructField("through", T.LongType()),
 ])
+STATE_SCHEMA = T.StructType([T.StructField("key", T.StringType()), T.StructField("state", T.BinaryType())])
 LATE_SCHEMA = T.StructType([T.StructField("input", T.StringType()), T.StructField("reason", T.StringType()),
                             T.StructField("row", T.StringType())])
 
@@ -141,7 +143,7 @@ class MicroBatches:
                 rows = (self._policy_rows(checked, streamed, prev.watermark_ms)
                         if checked is not None else None)
                 self._advance(spark, streamed, rows, broadcast, prev.number, number, policy_watermark,
-                              report)
+                              report, prev.keys.get(streamed.policy.name, 0))
             commit.in_force = _in_force([*prev.in_force, *report.shared.get(STORAGE_DECISIONS, [])],
                                         keep_from)
         finally:
@@ -219,14 +221,15 @@ class MicroBatches:
 
     def _advance(self, spark: SparkSession, streamed: Streamed, rows: DataFrame | None,
                  broadcast: list[dict[str, Any]] | None, prev_number: int, number: int,
-                 watermark: int | None, report: BatchReport) -> None:
-        """Advance every key of one policy; for the tables other policies are given, note how far
-        their rows are complete (`decided_through`, the least over the keys)."""
+                 watermark: int | None, report: BatchReport, prev_keys: int) -> None:
+        """Advance every key of one policy (`prev_keys` in its state before this commit); for the
+        tables other policies are given, note how far their rows are complete (`decided_through`,
+        the least over the keys)."""
         policy = streamed.policy
         previous_state = self.log.state_dir(policy.name, prev_number)
         parts: list[DataFrame] = []
         if previous_state.exists():
-            parts.append(spark.read.parquet(str(previous_state)).select(
+            parts.append(spark.read.schema(STATE_SCHEMA).parquet(str(previous_state)).select(
                 "key", F.lit(STATE).alias("input"), F.lit(None).cast("string").alias("row"), "state"))
         if rows is not None:
             parts.append(rows)
@@ -244,6 +247,9 @@ class MicroBatches:
                 "key", F.lit(policy.broadcast).alias("input"), "row",
                 F.lit(None).cast("binary").alias("state")))
         step = step_function(policy, streamed.config, watermark)
+        rows_in = prev_keys + sum(report.inputs.get(i.name, {}).get("used", 0) for i in streamed.inputs)
+        limit = int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
+        keyed = keyed.repartition(tasks_for(rows_in, limit), "key")
         result = (keyed.groupBy("key").applyInPandas(step, OUT_SCHEMA)
                   .persist(StorageLevel.MEMORY_AND_DISK))
         try:
@@ -337,6 +343,15 @@ def files_for(rows: int) -> int:
     micro-batch's tables are small, and a write task per shuffle partition cost a task, a file
     and its commit each."""
     return max(1, -(-rows // ROWS_PER_FILE))
+
+
+def tasks_for(rows: int, limit: int) -> int:
+    """The tasks (Python workers) that step a micro-batch's keys: one per `ROWS_PER_TASK` rows begun
+    (the keys' state rows and the batch's rows), at most `limit` (the shuffle partitions). The
+    groups' result is persisted, so adaptive execution does not coalesce its shuffle: a micro-batch
+    of a few hundred rows stepped its keys in one task per shuffle partition, each with its own
+    Arrow batches and Python call."""
+    return min(limit, max(1, -(-rows // ROWS_PER_TASK)))
 
 
 def _outcome(policy: Incremental[Any]) -> Column:
