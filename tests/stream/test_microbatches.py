@@ -19,7 +19,7 @@ from quotaplane.stream.spark.microbatch import (
     files_for,
     tasks_for,
 )
-from quotaplane.stream.spark.source import checked_lines
+from quotaplane.stream.spark.source import checked_lines, task_slots
 from tests.stream.echo import INPUT, Echo
 
 pytestmark = pytest.mark.spark
@@ -39,10 +39,10 @@ def _event(ts: int, k: str, v: float = 1.0) -> str:
     return json.dumps({"ts": ts, "k": k, "v": v})
 
 
-def _batch(spark, path: Path):
+def _batch(spark, path: Path, slots: int | None = None):
     files = spark.read.option("wholetext", "true").text(str(path)).select(
         F.input_file_name().alias("file"), "value")
-    return checked_lines(files, ECHO, INPUT)
+    return checked_lines(files, ECHO, INPUT, slots)
 
 
 @pytest.fixture
@@ -55,6 +55,20 @@ def setup(spark, tmp_path: Path):
 def _echo(spark, out: Path) -> list[tuple]:
     rows = spark.read.parquet(str(out / "echo")).collect()
     return sorted((r["k"], r["ts_ms"], r["seen"], r["batch"]) for r in rows)
+
+
+def test_lines_spread_over_task_slots_are_checked_as_where_they_were_read(spark, tmp_path) -> None:
+    path = _file(tmp_path / "events", "a.jsonl", [_event(t, k) for t in range(0, 40_000, 1_000) for k in "ab"]
+                 + ["not json", ""])
+    read, spread = _batch(spark, path), _batch(spark, path, 2)
+    assert "RoundRobinPartitioning(2)" in _plan(spread) and "RoundRobinPartitioning" not in _plan(read)
+    assert sorted(spread.collect()) == sorted(read.collect()) and len(read.collect()) == 81
+    assert "RoundRobinPartitioning" not in _plan(_batch(spark, path, 1))
+    assert task_slots(spark) == spark.sparkContext.defaultParallelism and task_slots(object()) is None
+
+
+def _plan(df) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
 
 
 def test_rows_are_decided_once_final_and_state_carries_between_batches(setup) -> None:
