@@ -110,6 +110,9 @@ def test_the_keys_are_stepped_in_a_task_per_rows_per_task_begun_up_to_the_limit(
     rows = (0, 1, ROWS_PER_TASK, ROWS_PER_TASK + 1, 3 * ROWS_PER_TASK, 9 * ROWS_PER_TASK)
     assert [tasks_for(n, 8) for n in rows] == [1, 1, 1, 2, 3, 8]
     assert tasks_for(3 * ROWS_PER_TASK, 2) == 2
+    # more than one task: a multiple of the task slots, so that no core waits for a last task alone
+    assert [tasks_for(n, 8, 2) for n in rows] == [1, 1, 1, 2, 4, 8]
+    assert tasks_for(5 * ROWS_PER_TASK, 8, 4) == 8 and tasks_for(2 * ROWS_PER_TASK, 8, 1) == 2
 
 
 def test_rows_older_than_the_watermark_are_counted_and_kept_as_late(setup) -> None:

@@ -34,6 +34,7 @@ from quotaplane.core.incremental import QUARANTINE, Incremental, Table
 from quotaplane.stream.commits import Commit, CommitLog, publish, staging_dir
 from quotaplane.stream.keyed import LATE_TABLE, STATE, step_function
 from quotaplane.stream.plan import Streamed
+from quotaplane.stream.spark.source import task_slots
 
 _KIND_TYPES: dict[str, T.DataType] = {
     "long": T.LongType(), "int": T.IntegerType(), "double": T.DoubleType(), "string": T.StringType(),
@@ -249,7 +250,7 @@ class MicroBatches:
         step = step_function(policy, streamed.config, watermark)
         rows_in = prev_keys + sum(report.inputs.get(i.name, {}).get("used", 0) for i in streamed.inputs)
         limit = int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
-        keyed = keyed.repartition(tasks_for(rows_in, limit), "key")
+        keyed = keyed.repartition(tasks_for(rows_in, limit, task_slots(spark)), "key")
         result = (keyed.groupBy("key").applyInPandas(step, OUT_SCHEMA)
                   .persist(StorageLevel.MEMORY_AND_DISK))
         try:
@@ -345,13 +346,17 @@ def files_for(rows: int) -> int:
     return max(1, -(-rows // ROWS_PER_FILE))
 
 
-def tasks_for(rows: int, limit: int) -> int:
+def tasks_for(rows: int, limit: int, slots: int | None = None) -> int:
     """The tasks (Python workers) that step a micro-batch's keys: one per `ROWS_PER_TASK` rows begun
-    (the keys' state rows and the batch's rows), at most `limit` (the shuffle partitions). The
-    groups' result is persisted, so adaptive execution does not coalesce its shuffle: a micro-batch
-    of a few hundred rows stepped its keys in one task per shuffle partition, each with its own
-    Arrow batches and Python call."""
-    return min(limit, max(1, -(-rows // ROWS_PER_TASK)))
+    (the keys' state rows and the batch's rows), more than one rounded up to a multiple of the
+    cluster's task `slots` so that no core waits for a last task alone, at most `limit` (the
+    shuffle partitions). The groups' result is persisted, so adaptive execution does not coalesce
+    its shuffle: a micro-batch of a few hundred rows stepped its keys in one task per shuffle
+    partition, each with its own Arrow batches and Python call."""
+    tasks = max(1, -(-rows // ROWS_PER_TASK))
+    if tasks > 1 and slots is not None and slots > 1:
+        tasks = -(-tasks // slots) * slots
+    return min(limit, tasks)
 
 
 def _outcome(policy: Incremental[Any]) -> Column:
