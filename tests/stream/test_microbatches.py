@@ -57,7 +57,7 @@ def _echo(spark, out: Path) -> list[tuple]:
     return sorted((r["k"], r["ts_ms"], r["seen"], r["batch"]) for r in rows)
 
 
-def test_lines_spread_over_task_slots_are_checked_as_where_they_were_read(spark, tmp_path) -> None:
+def test_lines_spread_over_the_task_slots_give_the_same_checked_rows(spark, tmp_path) -> None:
     path = _file(tmp_path / "events", "a.jsonl", [_event(t, k) for t in range(0, 40_000, 1_000) for k in "ab"]
                  + ["not json", ""])
     read, spread = _batch(spark, path), _batch(spark, path, 2)
