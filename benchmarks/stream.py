@@ -4,6 +4,9 @@ For each tier (the benchmark's `fleet` datasets at 1x) and policy, the policy's 
 first `--minutes` of its event time are cut into `--files` windows (one JSON Lines file per input
 and window, as the live service lands them). Then, in one warm SparkSession:
 
+- **warm-up** (unless `--no-warmup`): one untimed catch-up and batch run over the same files, so
+  that no policy's figures depend on its place in the run (the first run of a plan in a JVM pays
+  its class loading, code generation and JIT compilation, the Python workers' start);
 - **catch-up**: every window landed at once, the stream reading one file per input and
   micro-batch: sustained rows/s = rows / the micro-batches' own seconds (the commit records),
   from the second micro-batch on (the first also pays Spark's code generation and the Python
@@ -193,7 +196,7 @@ def latency(spark: Any, sl: Slice, configs: RunConfigs, out: Path, interval: flo
 
 
 def bench(spark: Any, tier: Tier, names: list[str], minutes: float | None, files: int, land_every: float,
-          work: Path) -> dict[str, Any]:
+          work: Path, warmup: bool = True) -> dict[str, Any]:
     dataset = ensure(tier, 1.0)
     configs = policy_configs.write(tier, 1.0, work / "config")
     out: dict[str, Any] = {}
@@ -204,6 +207,9 @@ def bench(spark: Any, tier: Tier, names: list[str], minutes: float | None, files
         sl = cut(dataset.path, name, folder / "landing", span, files)
         only = _only(configs, name)
         print(f"[{tier.name}] {name}: {sl.rows} rows in {files} windows", file=sys.stderr, flush=True)
+        if warmup:
+            catch_up(spark, sl, only, folder / "warm-up" / "catch-up")
+            batch_baseline(spark, sl, only, name, folder / "warm-up" / "batch")
         stream = catch_up(spark, sl, only, folder / "catch-up")
         batch = batch_baseline(spark, sl, only, name, folder / "batch")
         wait = latency(spark, sl, only, folder / "live", land_every)
@@ -227,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--land-every", type=float, default=5.0,
                         help="seconds between windows landed in the latency run (default 5)")
     parser.add_argument("--quick", action="store_true", help="1 minute in 3 windows; results in work/")
+    parser.add_argument("--no-warmup", action="store_true",
+                        help="skip the untimed catch-up and batch run of each policy before it is measured")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.policies.split(",") if n.strip()]
     unknown = [n for n in names if n not in STREAMED]
@@ -241,11 +249,13 @@ def main(argv: list[str] | None = None) -> int:
     for tier_name in [t.strip() for t in args.tier.split(",") if t.strip()]:
         tier = TIERS[tier_name]
         started = datetime.now(UTC)
-        policies = bench(spark, tier, names, minutes, files, args.land_every, WORK / tier.name)
+        policies = bench(spark, tier, names, minutes, files, args.land_every, WORK / tier.name,
+                         warmup=not args.no_warmup)
         result = {"tier": tier.name, "date": started.date().isoformat(), "started_at": started.isoformat(),
                   "command": " ".join(["python -m benchmarks.stream",
                                        *(argv if argv is not None else sys.argv[1:])]),
                   "minutes": minutes, "files": files, "land_every": args.land_every,
+                  "warmup": not args.no_warmup,
                   "machine": describe(spark),
                   "policies": policies}
         which = "" if names == list(STREAMED) else "-" + "-".join(names)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
-from benchmarks.stream import _only, cut
+from benchmarks import stream as stream_bench
+from benchmarks.stream import Slice, _only, cut
 from quotaplane.core.policy import RunConfigs
 from quotaplane.sim.run import simulate
 
@@ -33,3 +35,30 @@ def test_each_policy_runs_with_its_own_configuration_only() -> None:
                          backlog_policies=Path("b"))
     assert _only(configs, "clients") == RunConfigs(client_quotas=Path("c"))
     assert _only(configs, "backlog") == RunConfigs(backlog_policies=Path("b"))
+
+
+def test_each_policy_is_run_once_untimed_before_it_is_measured(tmp_path: Path, monkeypatch) -> None:
+    runs: list[str] = []
+
+    def stream(spark, sl, configs, out: Path) -> dict:
+        runs.append(f"{out.parent.name}/{out.name}")
+        return {"rows_per_second": 1.0}
+
+    def batch(spark, sl, configs, name, out: Path) -> dict:
+        runs.append(f"{out.parent.name}/{out.name}")
+        return {"rows_per_second": 2.0}
+
+    landing = Slice(tmp_path / "landing", 10, [(10, 0)], 1_000)
+    monkeypatch.setattr(stream_bench, "ensure", lambda tier, scale: SimpleNamespace(path=tmp_path))
+    monkeypatch.setattr(stream_bench.policy_configs, "write", lambda tier, scale, folder: RunConfigs())
+    monkeypatch.setattr(stream_bench, "cut", lambda *args: landing)
+    monkeypatch.setattr(stream_bench, "catch_up", stream)
+    monkeypatch.setattr(stream_bench, "batch_baseline", batch)
+    monkeypatch.setattr(stream_bench, "latency", lambda *args: {"median_seconds": 1.0, "p99_seconds": 1.0})
+    tier = stream_bench.TIERS["S"]
+    result = stream_bench.bench(None, tier, ["topics"], None, 1, 1.0, tmp_path / "work")
+    assert runs == ["warm-up/catch-up", "warm-up/batch", "topics/catch-up", "topics/batch"]
+    assert result["topics"]["stream_to_batch"] == 0.5
+    runs.clear()
+    stream_bench.bench(None, tier, ["topics"], None, 1, 1.0, tmp_path / "work", warmup=False)
+    assert runs == ["topics/catch-up", "topics/batch"]
