@@ -10,6 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from quotaplane.core.fields import UNPARSABLE
+from quotaplane.core.spark.session import task_slots
 from quotaplane.stream.commits import CommitLog
 from quotaplane.stream.plan import Streamed
 from quotaplane.stream.spark.microbatch import (
@@ -19,8 +20,9 @@ from quotaplane.stream.spark.microbatch import (
     files_for,
     tasks_for,
 )
-from quotaplane.stream.spark.source import checked_lines, task_slots
+from quotaplane.stream.spark.source import checked_lines
 from tests.stream.echo import INPUT, Echo
+from tests.support.plans import plan_text
 
 pytestmark = pytest.mark.spark
 
@@ -61,14 +63,11 @@ def test_lines_spread_over_the_task_slots_give_the_same_checked_rows(spark, tmp_
     path = _file(tmp_path / "events", "a.jsonl", [_event(t, k) for t in range(0, 40_000, 1_000) for k in "ab"]
                  + ["not json", ""])
     read, spread = _batch(spark, path), _batch(spark, path, 2)
-    assert "RoundRobinPartitioning(2)" in _plan(spread) and "RoundRobinPartitioning" not in _plan(read)
+    assert "RoundRobinPartitioning(2)" in plan_text(spread)
+    assert "RoundRobinPartitioning" not in plan_text(read)
     assert sorted(spread.collect()) == sorted(read.collect()) and len(read.collect()) == 81
-    assert "RoundRobinPartitioning" not in _plan(_batch(spark, path, 1))
+    assert "RoundRobinPartitioning" not in plan_text(_batch(spark, path, 1))
     assert task_slots(spark) == spark.sparkContext.defaultParallelism and task_slots(object()) is None
-
-
-def _plan(df) -> str:
-    return df._jdf.queryExecution().executedPlan().toString()
 
 
 def test_rows_are_decided_once_final_and_state_carries_between_batches(setup) -> None:

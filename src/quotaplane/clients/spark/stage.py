@@ -44,6 +44,7 @@ from quotaplane.clients.spark.intervals import (
 from quotaplane.clients.spark.partition import output_schema
 from quotaplane.core.policy import StageContext, StageResult
 from quotaplane.core.spark.readers import FILE_ID, POSITION, check_once, read_telemetry
+from quotaplane.core.spark.session import shuffle_partitions
 
 NAME = "clients"
 INPUT = "client_requests"
@@ -94,7 +95,7 @@ def run_stage(ctx: StageContext, config: ClientQuotaConfig, settings: ClientQuot
         # are decided
         requests = (checked.used.withColumnRenamed(FILE_ID, "_file").withColumnRenamed(POSITION, "_row")
                     .withColumn("config_id", F.lit(0).cast("long")))
-        partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions") or 8),
+        partitions = max(shuffle_partitions(spark),
                          -(-counts.used // ROWS_PER_PARTITION))
         columns = [c for c in output_schema({0: config}, settings).names if c not in TABLE_DROPS]
         try:

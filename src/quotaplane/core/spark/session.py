@@ -8,6 +8,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -84,6 +85,17 @@ def build_session(
     if not session.sparkContext.master.startswith("local"):
         session.sparkContext.addPyFile(str(package_zip()))
     return session
+
+
+def shuffle_partitions(spark: Any) -> int:
+    """The session's `spark.sql.shuffle.partitions` (Spark's default, 200, is set lower here)."""
+    return int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
+
+
+def task_slots(spark: Any) -> int | None:
+    """The tasks a classic session's cluster runs at once (its default parallelism); None on Spark
+    Connect, whose client does not see the cluster."""
+    return spark.sparkContext.defaultParallelism if isinstance(spark, SparkSession) else None
 
 
 def launched_by_spark_submit() -> bool:

@@ -31,10 +31,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from quotaplane.core.incremental import QUARANTINE, Incremental, Table
+from quotaplane.core.spark.session import shuffle_partitions, task_slots
 from quotaplane.stream.commits import Commit, CommitLog, publish, staging_dir
 from quotaplane.stream.keyed import LATE_TABLE, STATE, step_function
 from quotaplane.stream.plan import Streamed
-from quotaplane.stream.spark.source import task_slots
 
 _KIND_TYPES: dict[str, T.DataType] = {
     "long": T.LongType(), "int": T.IntegerType(), "double": T.DoubleType(), "string": T.StringType(),
@@ -249,8 +249,7 @@ class MicroBatches:
                 F.lit(None).cast("binary").alias("state")))
         step = step_function(policy, streamed.config, watermark)
         rows_in = prev_keys + sum(report.inputs.get(i.name, {}).get("used", 0) for i in streamed.inputs)
-        limit = int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
-        keyed = keyed.repartition(tasks_for(rows_in, limit, task_slots(spark)), "key")
+        keyed = keyed.repartition(tasks_for(rows_in, shuffle_partitions(spark), task_slots(spark)), "key")
         result = (keyed.groupBy("key").applyInPandas(step, OUT_SCHEMA)
                   .persist(StorageLevel.MEMORY_AND_DISK))
         try:

@@ -18,13 +18,13 @@ picks up its files when they come.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from quotaplane.core.policy import Input
 from quotaplane.core.spark.readers import FILE_ID, POSITION, REASON, json_lines, validate
+from quotaplane.core.spark.session import task_slots
 from quotaplane.stream.plan import Streamed
 
 _JSON = {"ignoreNullFields": "false"}
@@ -48,12 +48,6 @@ def landing_rows(spark: SparkSession, landing: Path, streamed: list[Streamed],
     for part in parts[1:]:
         rows = rows.unionByName(part)
     return rows
-
-
-def task_slots(spark: Any) -> int | None:
-    """The tasks a classic session's cluster runs at once (its default parallelism); None on Spark
-    Connect, whose client does not see the cluster."""
-    return spark.sparkContext.defaultParallelism if isinstance(spark, SparkSession) else None
 
 
 def checked_lines(files: DataFrame, streamed: Streamed, item: Input, slots: int | None = None) -> DataFrame:
