@@ -7,7 +7,7 @@ import base64
 import pytest
 from matplotlib.figure import Figure
 
-from quotaplane.core.report import figure_to_data_uri, place_grid
+from quotaplane.core.report import Section, figure_to_data_uri, place_grid
 
 
 def _inches(fig: Figure, rows: int, cols: int) -> list[tuple[float, float, float, float]]:
@@ -45,3 +45,19 @@ def test_an_uncropped_figure_keeps_its_size() -> None:
     png = base64.b64decode(figure_to_data_uri(fig, dpi=100, crop=False).split(",", 1)[1])
     # the PNG header's width and height (IHDR)
     assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (1000, 340)
+
+
+def _png_size(uri: str) -> tuple[int, int]:
+    png = base64.b64decode(uri.split(",", 1)[1])
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+def test_a_section_keeps_a_placed_figure_whole_and_crops_any_other() -> None:
+    placed, other = Figure(figsize=(10, 3.4)), Figure(figsize=(10, 3.4))
+    placed.add_subplot(1, 1, 1)
+    other.add_subplot(1, 1, 1)
+    place_grid(placed, left=0.7, right=0.15, top=0.15, bottom=0.8)
+    section = Section("t").figure(placed, "placed").figure(other, "other")
+    sizes = [_png_size(part.split('src="', 1)[1].split('"', 1)[0]) for part in section.parts]
+    assert sizes[0] == (1100, 374)  # the figure's own size at the report's 110 dpi
+    assert sizes[1][0] < 1100 and sizes[1][1] < 374

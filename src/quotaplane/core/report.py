@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,11 +44,16 @@ def figure_to_data_uri(fig: Figure, dpi: int = 110, crop: bool = True) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+#: the figures `place_grid` laid out: `Section.figure` saves them uncropped
+_PLACED: weakref.WeakSet[Figure] = weakref.WeakSet()
+
+
 def place_grid(fig: Figure, rows: int = 1, cols: int = 1, *, left: float, right: float, top: float,
                bottom: float, gap_w: float = 0.0, gap_h: float = 0.0) -> None:
     """Lay out a figure's grid of `rows` x `cols` axes with margins and gaps fixed in inches, so that
-    it is saved uncropped (`Section.figure(..., crop=False)`) and drawn once: the margins must hold
-    the tick labels, axis labels and titles."""
+    `Section.figure` saves it uncropped and draws it once: the margins must hold the tick labels,
+    axis labels and titles."""
+    _PLACED.add(fig)
     width, height = fig.get_size_inches()
     tall, wide = height - top - bottom, width - left - right
     fig.subplots_adjust(left=left / width, right=1 - right / width, top=1 - top / height,
@@ -97,10 +103,10 @@ class Section:
         self.parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
         return self
 
-    def figure(self, fig: Figure, caption: str, crop: bool = True) -> Section:
-        """The figure as an embedded PNG; without `crop` the figure's own margins are kept (a figure
-        that lays itself out is drawn once)."""
-        uri = figure_to_data_uri(fig, crop=crop)
+    def figure(self, fig: Figure, caption: str) -> Section:
+        """The figure as an embedded PNG, cropped to what is drawn; a figure laid out by
+        `place_grid` keeps its own margins and is drawn once."""
+        uri = figure_to_data_uri(fig, crop=fig not in _PLACED)
         alt = html.escape(caption, quote=True)
         self.parts.append(f'<figure><img src="{uri}" alt="{alt}"><figcaption>{html.escape(caption)}'
                           "</figcaption></figure>")

@@ -290,7 +290,7 @@ def build_sections(data: NoticeReportData) -> list[Section]:
     s.table(["reason", "notices", "in time", "late", "unsupported", "pause_for_millis sent (s)",
              "connection paused with notices (s)", "without (s)", "topics stalled with notices", "without"],
             [[f"{REASON_LABELS.get(r, r)} ({r})", *_sum_cells(per_reason.loc[r])] for r in _reasons_in(c)])
-    s.figure(stalled_figure(c), "Innocent topics stalled, per reason, without and with notices", crop=False)
+    s.figure(stalled_figure(c), "Innocent topics stalled, per reason, without and with notices")
     s.heading("Topics whose throttles paused connections the longest")
     top = top_topics(c)
     s.figure(paused_figure(top), f"Connection pause per topic (top {len(top)}), without and with notices")
@@ -302,7 +302,7 @@ def build_sections(data: NoticeReportData) -> list[Section]:
         s.heading("Over time")
         s.figure(timeline_figure(data.timeline, data.bucket_ms),
                  f"Notices per {_duration(data.bucket_ms)} by reason, and the connection pause they caused "
-                 "(counted in the bucket of the notice)", crop=False)
+                 "(counted in the bucket of the notice)")
     return [s]
 
 

@@ -167,7 +167,7 @@ def build_sections(data: StorageReportData) -> list[Section]:
     s.figure(_factor_figure(series),
              "The throttle factor multiplies the produce quota (1.0: no throttling, 0.0: production "
              "blocked). Each line is the lowest factor of its evaluation in each time bucket (for the "
-             "local source, of any broker); crosses mark fallbacks.", crop=False)
+             "local source, of any broker); crosses mark fallbacks.")
 
     s.heading("Available bytes per volume")
     if volume_series:
@@ -175,7 +175,7 @@ def build_sections(data: StorageReportData) -> list[Section]:
                    "lowest available bytes per time bucket")
         caption += (", with the soft and hard thresholds of each volume (ratio limits turned into bytes "
                     "of that volume)." if volume_series[0]["soft"] is not None else ".")
-        s.figure(_volumes_figure(volume_series), caption, crop=False)
+        s.figure(_volumes_figure(volume_series), caption)
     else:
         s.text("No volume observations.")
 
