@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from pyspark.sql import functions as F
@@ -12,6 +13,7 @@ from pyspark.sql import functions as F
 from quotaplane.core.fields import UNPARSABLE
 from quotaplane.core.spark.session import task_slots
 from quotaplane.stream.commits import CommitLog
+from quotaplane.stream.keyed import outcome_counts, outcome_value
 from quotaplane.stream.plan import Streamed
 from quotaplane.stream.spark.microbatch import (
     ROWS_PER_FILE,
@@ -98,6 +100,38 @@ def test_rows_are_decided_once_final_and_state_carries_between_batches(setup) ->
     written = [tmp / "out" / "echo" / "batch=3", log.state_dir("echo", 3),
                tmp / "out" / "quarantine" / "events" / "batch=1" / "source=reader"]
     assert [len(list(folder.glob("part-*.parquet"))) for folder in written] == [1, 1, 1]
+
+
+def test_a_micro_batch_is_a_job_to_count_one_to_step_and_keep_state_and_one_per_table(setup) -> None:
+    spark, tmp, log, batches = setup
+    lines = [_event(0, "a"), _event(1_000, "b"), _event(5_000, "a")]
+    path = _file(tmp / "landing" / "events", "a.jsonl", lines)
+    batch = _batch(spark, path)
+    context = spark.sparkContext
+    context.setJobGroup("one-micro-batch", "the jobs of one micro-batch")
+    try:
+        batches.process(batch, 0)
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    # nothing quarantined or late: the counts are observed on the job that caches the batch, the
+    # keys' outcomes on the job that steps them and writes their state; then the echo table
+    assert len(context.statusTracker().getJobIdsForGroup("one-micro-batch")) == 3
+    assert log.latest().totals == {"read:events": 3, "used:events": 3, "quarantined:events": 0,
+                                   "late:events": 0, "table:echo": 2}
+    assert log.latest().keys == {"echo": 2}
+
+
+class _Judged(Echo):
+    outcomes: ClassVar[dict[str, str]] = {"echo": "v", "absent": "k"}
+
+
+def test_outcomes_are_counted_per_value_as_spark_reads_them_from_the_row() -> None:
+    assert [outcome_value(v) for v in (None, True, False, "reject", "", 3, 1.5)] == [
+        "null", "true", "false", "reject", "", "3", "1.5"]
+    rows = [{"v": None}, {"v": 1.5}, {}, {"v": 1.5}, {"v": "x"}]
+    assert outcome_counts(_Judged(), {"echo": rows}) == {"echo:v": {"null": 2, "1.5": 2, "x": 1}}
+    assert outcome_counts(_Judged(), {"echo": []}) == {}
+    assert outcome_counts(Echo(), {"echo": rows}) == {}
 
 
 def test_a_table_is_written_in_a_file_per_rows_per_file_begun() -> None:

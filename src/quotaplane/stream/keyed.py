@@ -4,7 +4,8 @@ The group holds the key's state row (`input` = `STATE`, the pickled state in `st
 key not seen before) and its new rows (`input` = the input's name, the row as JSON in `row`). The
 policy's `Incremental.advance` decides what is final; the group returns one row per decided table
 row (`table`, `row` as JSON), per late row (`table` = `LATE_TABLE`) and the key's new state
-(`table` = `STATE`, with `through`: `decided_through`).
+(`table` = `STATE`, with `through`: `decided_through`, and in `row` the key's decided rows counted
+by the value of each table's outcome column, `outcome_counts`, or null when it decided none).
 
 JSON carries the values exactly: Python's `json` writes the shortest repr of a double and any
 integer; Spark's `from_json` reads them back to the same double and long.
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 import pickle
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -28,6 +29,26 @@ LATE_TABLE = "_late"
 
 def _dumps(row: dict[str, Any]) -> str:
     return json.dumps(row, separators=(",", ":"), allow_nan=True, default=str)
+
+
+def outcome_value(value: Any) -> str:
+    """An outcome column's value as the stream counts it: a string as is, null as `"null"`, any
+    other value as JSON (`true`, `3`), as Spark's `get_json_object` reads it from the row."""
+    if value is None:
+        return "null"
+    return value if isinstance(value, str) else _dumps(value)
+
+
+def outcome_counts(policy: Incremental[Any], tables: Mapping[str, Sequence[Mapping[str, Any]]],
+                   ) -> dict[str, dict[str, int]]:
+    """Per `<table>:<column>` of `policy.outcomes` that has decided rows, the rows per value."""
+    counts: dict[str, dict[str, int]] = {}
+    for table, column in policy.outcomes.items():
+        for row in tables.get(table, ()):
+            values = counts.setdefault(f"{table}:{column}", {})
+            value = outcome_value(row.get(column))
+            values[value] = values.get(value, 0) + 1
+    return counts
 
 
 def step_function(policy: Incremental[Any], config: Any, watermark_ms: int | None,
@@ -63,11 +84,12 @@ def step_function(policy: Incremental[Any], config: Any, watermark_ms: int | Non
             out_table.append(LATE_TABLE)
             out_row.append(_dumps(late))
         n = len(out_table)
+        counts = outcome_counts(policy, advanced.tables)
         through = policy.decided_through(state, watermark_ms)
         return pd.DataFrame({
             "key": [key] * (n + 1),
             "table": [*out_table, STATE],
-            "row": [*out_row, None],
+            "row": [*out_row, _dumps(counts) if counts else None],
             "state": [None] * n + [pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)],
             "through": pd.array([None] * n + [through], dtype="Int64"),
         })

@@ -20,13 +20,13 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -169,23 +169,26 @@ class MicroBatches:
         return report
 
     def _split(self, checked: DataFrame, prev: Commit, report: BatchReport) -> None:
-        """Count the batch per input, write its quarantined and late rows, move the watermark."""
+        """Count the batch per input, write its quarantined and late rows, move the watermark. The
+        counts are observed while the checked rows are cached: one stage, no shuffle."""
         late = self._late(prev.watermark_ms)
-        counts = checked.groupBy("input").agg(
-            F.count(F.lit(1)).alias("read"),
-            F.count(F.when(F.col("reason").isNotNull(), 1)).alias("quarantined"),
-            F.count(F.when(F.col("reason").isNull() & late, 1)).alias("late"),
-            F.max(F.when(F.col("reason").isNull() & ~late, F.col("event_ms"))).alias("max_event"),
-        ).collect()
+        ok = F.col("reason").isNull()
+        names = list(self.input_of)
+        counters: list[Column] = [F.max(F.when(ok & ~late, F.col("event_ms"))).alias("max_event")]
+        for i, name in enumerate(names):
+            mine = F.col("input") == name
+            counters += [F.count(F.when(mine, 1)).alias(f"read_{i}"),
+                         F.count(F.when(mine & ~ok, 1)).alias(f"quarantined_{i}"),
+                         F.count(F.when(mine & ok & late, 1)).alias(f"late_{i}")]
+        counted = observe_all(checked, counters)
+        for i, name in enumerate(names):
+            read, quarantined = int(counted[f"read_{i}"]), int(counted[f"quarantined_{i}"])
+            n_late = int(counted[f"late_{i}"])
+            report.inputs[name] = {"read": read, "used": read - quarantined - n_late,
+                                   "quarantined": quarantined, "late": n_late}
         latest = report.commit.max_event_ms
-        for row in counts:
-            read, quarantined, n_late = int(row["read"]), int(row["quarantined"]), int(row["late"])
-            report.inputs[row["input"]] = {"read": read, "used": read - quarantined - n_late,
-                                           "quarantined": quarantined, "late": n_late}
-            if row["max_event"] is not None:
-                latest = max(latest, int(row["max_event"])) if latest is not None else int(row["max_event"])
-        for name in self.input_of:
-            report.inputs.setdefault(name, {"read": 0, "used": 0, "quarantined": 0, "late": 0})
+        if counted["max_event"] is not None:
+            latest = int(counted["max_event"]) if latest is None else max(latest, int(counted["max_event"]))
         number = report.commit.number
         quarantined = sum(c["quarantined"] for c in report.inputs.values())
         if quarantined:
@@ -252,27 +255,28 @@ class MicroBatches:
         keyed = keyed.repartition(tasks_for(rows_in, shuffle_partitions(spark), task_slots(spark)), "key")
         result = (keyed.groupBy("key").applyInPandas(step, OUT_SCHEMA)
                   .persist(StorageLevel.MEMORY_AND_DISK))
+        names = list(dict.fromkeys([STATE, *(t.name for t in policy.output_tables(streamed.config)),
+                                    LATE_TABLE, QUARANTINE]))
         try:
-            # one job: rows per table and per value of its outcome column, and the keys' state rows
-            summary = result.groupBy("table", _outcome(policy).alias("outcome")).agg(
-                F.count(F.lit(1)).alias("n"), F.min("through").alias("through")).collect()
-            by_table: dict[str, dict[str, Any]] = {}
-            for r in summary:
-                entry = by_table.setdefault(r["table"], {"n": 0, "through": r["through"]})
-                entry["n"] += int(r["n"])
-                column = policy.outcomes.get(r["table"])
-                if column is not None:
-                    values = report.outcomes.setdefault(f"{r['table']}:{column}", {})
-                    values["null" if r["outcome"] is None else r["outcome"]] = int(r["n"])
-            state_row = by_table.get(STATE)
-            keys = int(state_row["n"]) if state_row else 0
-            report.keys[policy.name] = keys
+            # one job steps the keys and writes their state, and counts what they decided: rows per
+            # table, the keys' outcome counts (`keyed.outcome_counts`), the least `through`
+            kind = F.col("table")
+            counters = [F.count(F.when(kind == name, 1)).alias(f"n_{i}") for i, name in enumerate(names)]
+            counters += [F.min("through").alias("through"),
+                         F.collect_list(F.when(kind == STATE, F.col("row"))).alias("outcomes")]
             target = self.log.state_dir(policy.name, number)
             staged = staging_dir(target)
-            result.where(F.col("table") == STATE).select("key", "state").coalesce(files_for(keys)).write.mode(
-                "overwrite").parquet(str(staged))
+            counted = observe_all(result, counters, lambda df: df.where(kind == STATE).select(
+                "key", "state").write.mode("overwrite").parquet(str(staged)))
+            count_of = {name: int(counted[f"n_{i}"]) for i, name in enumerate(names)}
+            for text in counted["outcomes"]:
+                for name, values in json.loads(text).items():
+                    total = report.outcomes.setdefault(name, {})
+                    for value, n in values.items():
+                        total[value] = total.get(value, 0) + n
+            keys = report.keys[policy.name] = count_of[STATE]
             for table in policy.output_tables(streamed.config):
-                count = int(by_table[table.name]["n"]) if table.name in by_table else 0
+                count = count_of[table.name]
                 report.tables[table.name] = count
                 if count == 0:
                     continue
@@ -281,21 +285,20 @@ class MicroBatches:
                 self._write(rows_of.select(*table_columns(table, F.col("_r"))), table.name, number, count)
                 if table.name in self.shared:
                     report.shared[table.name] = [_plain(r.asDict()) for r in rows_of.select("_r.*").collect()]
-            if LATE_TABLE in by_table:
+            if count_of[LATE_TABLE]:
                 late = result.where(F.col("table") == LATE_TABLE).select(
                     F.from_json("row", LATE_SCHEMA).alias("_l")).select("_l.*")
-                total = int(by_table[LATE_TABLE]["n"])
+                total = count_of[LATE_TABLE]
                 self._write(late, "late", number, total, f"source={policy.name}")
                 report.commit.totals[f"policy_late:{policy.name}"] = report.commit.totals.get(
                     f"policy_late:{policy.name}", 0) + total
-            if QUARANTINE in by_table:
+            if count_of[QUARANTINE]:
                 self._policy_quarantine(result, policy.name, number, report)
             publish(staged, target)
         finally:
             result.unpersist()
         through = None if watermark is None else (
-            int(state_row["through"]) if state_row is not None and state_row["through"] is not None
-            else watermark)
+            int(counted["through"]) if keys and counted["through"] is not None else watermark)
         for table in policy.output_tables(streamed.config):
             if table.name in self.shared:
                 report.through[table.name] = through
@@ -358,12 +361,18 @@ def tasks_for(rows: int, limit: int, slots: int | None = None) -> int:
     return min(limit, tasks)
 
 
-def _outcome(policy: Incremental[Any]) -> Column:
-    """The value of each table's outcome column (`Incremental.outcomes`) in a step's JSON row."""
-    value: Column = F.lit(None).cast("string")
-    for table, column in policy.outcomes.items():
-        value = F.when(F.col("table") == table, F.get_json_object("row", f"$.{column}")).otherwise(value)
-    return value
+def observe_all(df: DataFrame, counters: Sequence[Column],
+                action: Callable[[DataFrame], None] | None = None) -> dict[str, Any]:
+    """The values of the aggregate `counters` over `df`, observed (`DataFrame.observe`) while
+    `action` runs over it (default: a `noop` write, which only computes `df`, caching it when it is
+    persisted). An action's own stages count them: no job, shuffle or stage of their own."""
+    observation = Observation()
+    observed = df.observe(observation, *counters)
+    if action is None:
+        observed.write.format("noop").mode("overwrite").save()
+    else:
+        action(observed)
+    return dict(observation.get)
 
 
 def _spread_unkeyed(keyed: DataFrame, policy: Incremental[Any]) -> DataFrame:
