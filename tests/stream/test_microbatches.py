@@ -7,13 +7,14 @@ import json
 from pathlib import Path
 from typing import ClassVar
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
 from quotaplane.core.fields import UNPARSABLE
 from quotaplane.core.spark.session import task_slots
 from quotaplane.stream.commits import CommitLog
-from quotaplane.stream.keyed import outcome_counts, outcome_value
+from quotaplane.stream.keyed import STATE, outcome_counts, outcome_value, step_function
 from quotaplane.stream.plan import Streamed
 from quotaplane.stream.spark.microbatch import (
     ROWS_PER_FILE,
@@ -123,6 +124,26 @@ def test_a_micro_batch_is_a_job_to_count_one_to_step_and_keep_state_and_one_per_
 
 class _Judged(Echo):
     outcomes: ClassVar[dict[str, str]] = {"echo": "v", "absent": "k"}
+
+
+@pytest.mark.parametrize("text", [pa.string(), pa.large_string()], ids=["string", "large_string"])
+def test_a_key_steps_in_arrow_and_answers_in_the_types_spark_gave_it(text) -> None:
+    # Spark passes strings as `large_string` when `spark.sql.execution.arrow.useLargeVarTypes` is on
+    binary = pa.large_binary() if text == pa.large_string() else pa.binary()
+    rows = [json.dumps({"ts": ts, "k": "a", "v": 1.0, "_file": 1, "_position": ts}) for ts in (0, 3_000)]
+    group = pa.table({"key": pa.array(['{"k":"a"}'] * 2, text), "input": pa.array(["events"] * 2, text),
+                      "row": pa.array(rows, text), "state": pa.array([None, None], binary)})
+    out = step_function(_Judged(), None, 1_000)(group)
+    assert [f.type for f in out.schema] == [text, text, text, binary, pa.int64()]
+    assert out.column("table").to_pylist() == ["echo", STATE]
+    assert json.loads(out.column("row")[0].as_py())["seen"] == 0
+    assert json.loads(out.column("row")[1].as_py()) == {"echo:v": {"1.0": 1}}
+    assert out.column("through").to_pylist() == [None, 1_000]
+    again = pa.table({"key": group.column("key")[:1], "input": pa.array([STATE], text),
+                      "row": pa.array([None], text), "state": out.column("state")[1:]})
+    after = step_function(_Judged(), None, None)(again)  # the flush: the pending row at 3000
+    assert json.loads(after.column("row")[0].as_py())["seen"] == 1
+    assert after.column("row")[1].as_py() == '{"echo:v":{"1.0":1}}'
 
 
 def test_outcomes_are_counted_per_value_as_spark_reads_them_from_the_row() -> None:

@@ -4,7 +4,7 @@ The batch's files (one row per file: its input, path and text) are split into li
 checked exactly as `quotaplane run` reads JSON Lines (`quotaplane.core.spark.readers`): rows that
 break a rule go to `quarantine/<input>/batch=<n>` with the reason, used rows whose event time is
 below the previous commit's watermark go to `late/<input>/batch=<n>` (never silently dropped), and
-the rest go to their policy, split by its key: one `applyInPandas` group per key holds the key's
+the rest go to their policy, split by its key: one `applyInArrow` group per key holds the key's
 state (from the previous commit) and its new rows (`quotaplane.stream.keyed`). The decided rows are
 written to the policy's tables under `batch=<n>`, the new state to the checkpoint, then the commit
 is recorded (`quotaplane.stream.commits`). Per input and batch `read = used + quarantined + late`,
@@ -253,7 +253,7 @@ class MicroBatches:
         step = step_function(policy, streamed.config, watermark)
         rows_in = prev_keys + sum(report.inputs.get(i.name, {}).get("used", 0) for i in streamed.inputs)
         keyed = keyed.repartition(tasks_for(rows_in, shuffle_partitions(spark), task_slots(spark)), "key")
-        result = (keyed.groupBy("key").applyInPandas(step, OUT_SCHEMA)
+        result = (keyed.groupBy("key").applyInArrow(step, OUT_SCHEMA)
                   .persist(StorageLevel.MEMORY_AND_DISK))
         names = list(dict.fromkeys([STATE, *(t.name for t in policy.output_tables(streamed.config)),
                                     LATE_TABLE, QUARANTINE]))
