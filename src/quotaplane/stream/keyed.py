@@ -32,8 +32,8 @@ def _dumps(row: dict[str, Any]) -> str:
 
 
 def outcome_value(value: Any) -> str:
-    """An outcome column's value as the stream counts it: a string as is, null as `"null"`, any
-    other value as JSON (`true`, `3`), as Spark's `get_json_object` reads it from the row."""
+    """An outcome column's value as the stream counts it (the metrics' label): a string as is,
+    null as `"null"`, any other value as its JSON (`true`, `3`)."""
     if value is None:
         return "null"
     return value if isinstance(value, str) else _dumps(value)

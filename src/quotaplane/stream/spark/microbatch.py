@@ -365,7 +365,9 @@ def observe_all(df: DataFrame, counters: Sequence[Column],
                 action: Callable[[DataFrame], None] | None = None) -> dict[str, Any]:
     """The values of the aggregate `counters` over `df`, observed (`DataFrame.observe`) while
     `action` runs over it (default: a `noop` write, which only computes `df`, caching it when it is
-    persisted). An action's own stages count them: no job, shuffle or stage of their own."""
+    persisted). An action's own stages count them: no job, shuffle or stage of their own. Both
+    actions here observe in their result stage, whose task's metrics Spark merges once per
+    partition however often it retries it."""
     observation = Observation()
     observed = df.observe(observation, *counters)
     if action is None:
