@@ -39,17 +39,16 @@ def test_a_single_axes_fills_the_margins() -> None:
     assert box == pytest.approx((0.7, 0.8, 9.9, 3.1))
 
 
+def _png_size(uri: str) -> tuple[int, int]:
+    """The width and height in an embedded PNG's header (IHDR)."""
+    png = base64.b64decode(uri.split(",", 1)[1])
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
 def test_an_uncropped_figure_keeps_its_size() -> None:
     fig = Figure(figsize=(10, 3.4))
     fig.add_subplot(1, 1, 1).set_title("t")
-    png = base64.b64decode(figure_to_data_uri(fig, dpi=100, crop=False).split(",", 1)[1])
-    # the PNG header's width and height (IHDR)
-    assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (1000, 340)
-
-
-def _png_size(uri: str) -> tuple[int, int]:
-    png = base64.b64decode(uri.split(",", 1)[1])
-    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert _png_size(figure_to_data_uri(fig, dpi=100, crop=False)) == (1000, 340)
 
 
 def test_a_section_keeps_a_placed_figure_whole_and_crops_any_other() -> None:
