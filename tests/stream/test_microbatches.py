@@ -12,6 +12,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from quotaplane.core.fields import UNPARSABLE
+from quotaplane.core.incremental import QUARANTINE, Advance
 from quotaplane.core.spark.session import task_slots
 from quotaplane.stream.commits import CommitLog
 from quotaplane.stream.keyed import STATE, outcome_counts, outcome_value, step_function
@@ -146,7 +147,7 @@ def test_a_key_steps_in_arrow_and_answers_in_the_types_spark_gave_it(text) -> No
     assert after.column("row")[1].as_py() == '{"echo:v":{"1.0":1}}'
 
 
-def test_outcomes_are_counted_per_value_as_spark_reads_them_from_the_row() -> None:
+def test_outcomes_are_counted_per_value_a_string_as_is_any_other_value_as_json() -> None:
     assert [outcome_value(v) for v in (None, True, False, "reject", "", 3, 1.5)] == [
         "null", "true", "false", "reject", "", "3", "1.5"]
     rows = [{"v": None}, {"v": 1.5}, {}, {"v": 1.5}, {"v": "x"}]
@@ -183,6 +184,28 @@ def test_rows_older_than_the_watermark_are_counted_and_kept_as_late(setup) -> No
     assert "7999" in rows[0]["reason"] and "8000" in rows[0]["reason"]
     batches.flush(spark)
     assert [r[1] for r in _echo(spark, tmp / "out")] == [8_000, 10_000]
+
+
+class _Picky(Echo):
+    """Echo, quarantining the rows with a negative `v` (a rule over rows, as the backlog's)."""
+
+    def advance(self, config, state, rows, watermark_ms) -> Advance:
+        events = rows.get("events", ())
+        done = super().advance(config, state, {"events": [r for r in events if r["v"] >= 0]}, watermark_ms)
+        bad = [{"input": "events", "reason": "v below 0", "row": json.dumps(r)} for r in events if r["v"] < 0]
+        return Advance({**done.tables, QUARANTINE: bad}, done.late)
+
+
+def test_rows_a_policy_quarantines_are_counted_for_their_input_and_kept(spark, tmp_path) -> None:
+    log = CommitLog(tmp_path / "checkpoint")
+    batches = MicroBatches([Streamed(_Picky(), None, (INPUT,))], tmp_path / "out", log, DELAY_MS)
+    lines = [_event(0, "a"), _event(1_000, "b", -1.0), _event(2_000, "a", -2.0), _event(5_000, "a")]
+    batches.process(_batch(spark, _file(tmp_path / "landing" / "events", "a.jsonl", lines)), 0)
+    assert log.latest().totals == {"read:events": 4, "used:events": 2, "quarantined:events": 2,
+                                   "late:events": 0, "table:echo": 1}
+    kept = spark.read.parquet(str(tmp_path / "out" / "quarantine" / "events" / "batch=1" / "source=echo"))
+    assert sorted((json.loads(r["row"])["ts"], r["reason"]) for r in kept.collect()) == [
+        (1_000, "v below 0"), (2_000, "v below 0")]
 
 
 def test_a_replayed_batch_writes_the_same_rows_once(setup) -> None:

@@ -40,7 +40,6 @@ _KIND_TYPES: dict[str, T.DataType] = {
     "long": T.LongType(), "int": T.IntegerType(), "double": T.DoubleType(), "string": T.StringType(),
     "boolean": T.BooleanType(), "timestamp_ms": T.LongType(),
 }
-ROW_COLUMNS = ["key", "input", "row", "state"]
 ROWS_PER_FILE = 50_000  # a table of a micro-batch is written in a file per this many rows begun
 ROWS_PER_TASK = 10_000  # the keyed groups of a micro-batch: a Python task per this many rows begun
 OUT_SCHEMA = T.StructType([
@@ -274,7 +273,7 @@ class MicroBatches:
                     total = report.outcomes.setdefault(name, {})
                     for value, n in values.items():
                         total[value] = total.get(value, 0) + n
-            keys = report.keys[policy.name] = count_of[STATE]
+            report.keys[policy.name] = count_of[STATE]
             for table in policy.output_tables(streamed.config):
                 count = count_of[table.name]
                 report.tables[table.name] = count
@@ -293,29 +292,31 @@ class MicroBatches:
                 report.commit.totals[f"policy_late:{policy.name}"] = report.commit.totals.get(
                     f"policy_late:{policy.name}", 0) + total
             if count_of[QUARANTINE]:
-                self._policy_quarantine(result, policy.name, number, report)
+                self._policy_quarantine(result, streamed, number, report, count_of[QUARANTINE])
             publish(staged, target)
         finally:
             result.unpersist()
         through = None if watermark is None else (
-            int(counted["through"]) if keys and counted["through"] is not None else watermark)
+            int(counted["through"]) if counted["through"] is not None else watermark)
         for table in policy.output_tables(streamed.config):
             if table.name in self.shared:
                 report.through[table.name] = through
 
-    def _policy_quarantine(self, result: DataFrame, policy: str, number: int, report: BatchReport) -> None:
-        """Rows the policy quarantined: written beside the reader's, counted as quarantined (not
-        used) for their input."""
+    def _policy_quarantine(self, result: DataFrame, streamed: Streamed, number: int, report: BatchReport,
+                           total: int) -> None:
+        """The `total` rows the policy quarantined: written beside the reader's, counted (observed
+        on their write) as quarantined, not used, for their input."""
         rows = (result.where(F.col("table") == QUARANTINE)
-                .select(F.from_json("row", LATE_SCHEMA).alias("_q")).select("_q.*"))
-        per_input = rows.groupBy("input").agg(F.count(F.lit(1)).alias("n")).collect()
-        counts = {r["input"]: int(r["n"]) for r in per_input}
-        for name, n in counts.items():
+                .select(F.from_json("row", LATE_SCHEMA).alias("_q")).select("_q.*")
+                .select("input", F.col("input").alias("record"), "reason", "row"))
+        names = [i.name for i in streamed.inputs]
+        counters = [F.count(F.when(F.col("input") == n, 1)).alias(f"n_{i}") for i, n in enumerate(names)]
+        counted = observe_all(rows, counters, lambda df: self._write_quarantine(
+            df, number, streamed.policy.name, total))
+        for i, name in enumerate(names):
             entry = report.inputs.setdefault(name, {"read": 0, "used": 0, "quarantined": 0, "late": 0})
-            entry["used"] -= n
-            entry["quarantined"] += n
-        self._write_quarantine(rows.select("input", F.col("input").alias("record"), "reason", "row"), number,
-                               policy, sum(counts.values()))
+            entry["used"] -= int(counted[f"n_{i}"])
+            entry["quarantined"] += int(counted[f"n_{i}"])
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -365,8 +366,8 @@ def observe_all(df: DataFrame, counters: Sequence[Column],
                 action: Callable[[DataFrame], None] | None = None) -> dict[str, Any]:
     """The values of the aggregate `counters` over `df`, observed (`DataFrame.observe`) while
     `action` runs over it (default: a `noop` write, which only computes `df`, caching it when it is
-    persisted). An action's own stages count them: no job, shuffle or stage of their own. Both
-    actions here observe in their result stage, whose task's metrics Spark merges once per
+    persisted). An action's own stages count them: no job, shuffle or stage of their own. Every
+    action here observes in its result stage, whose task's metrics Spark merges once per
     partition however often it retries it."""
     observation = Observation()
     observed = df.observe(observation, *counters)
