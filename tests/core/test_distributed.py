@@ -3,7 +3,8 @@
 Both clusters run on loopback from the installed pyspark. The decisions they write must equal the
 embedded local run's, table by table, row by row. The local run keeps Spark's generated code
 (`spark.quotaplane.interpretedBelowRows=0`) where the cluster runs, as small runs, evaluate their
-expressions interpreted: the comparison checks the two evaluations decide alike too.
+expressions interpreted and take their stages side by side: the comparison checks that those decide
+alike too.
 """
 
 from __future__ import annotations
@@ -34,27 +35,31 @@ def local_run(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.D
     finally:
         spark.conf.unset(THRESHOLD)
     assert outcome.summary["run"]["spark_expressions"]["mode"] == "generated"  # type: ignore[index]
+    assert outcome.summary["run"]["stages"]["mode"] == "one after another"  # type: ignore[index]
     tables = decision_tables(out)
     assert tables, "the local run wrote no decision tables"
     return tables
 
 
-def assert_same_tables(expected: dict[str, pd.DataFrame], out: Path) -> None:
+def assert_same_tables(expected: dict[str, pd.DataFrame], out: Path, jit: str) -> None:
+    """The cluster's run, a small one, took its stages side by side (`jit`: its driver's compilers)."""
     assert differences(expected, decision_tables(out)) == []
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["run"]["spark_expressions"]["mode"] == "interpreted"
+    run = json.loads((out / "summary.json").read_text())["run"]
+    assert run["spark_expressions"]["mode"] == "interpreted"
+    assert run["stages"]["mode"] == "side by side"
+    assert run["driver_jit"]["mode"] == jit
 
 
 def test_standalone_cluster_with_two_workers_decides_like_local(local_run, tmp_path: Path) -> None:
     with start_standalone(workers=2, cores=1, memory="1g", work_dir=tmp_path / "cluster") as cluster:
         run_cli(tmp_path / "out", "--master", cluster.url)
-    assert_same_tables(local_run, tmp_path / "out")
+    assert_same_tables(local_run, tmp_path / "out", "C1 only")
 
 
 def test_spark_connect_decides_like_local(local_run, tmp_path: Path) -> None:
     with start_connect_server(work_dir=tmp_path / "connect") as server:
         run_cli(tmp_path / "out", "--remote", server.url)
-    assert_same_tables(local_run, tmp_path / "out")
+    assert_same_tables(local_run, tmp_path / "out", "not chosen")
 
 
 def test_differences_name_the_tables_that_differ() -> None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +22,7 @@ from quotaplane.core.policy import (
     Input,
     Outputs,
     Policy,
+    Progress,
     RunConfigs,
     StageContext,
     StageResult,
@@ -85,6 +89,30 @@ class ConsumerPolicy(Policy[str]):
         got = outputs.get(Published)
         CALLS.append(f"{self.name}:{got.value if got else None}")
         return StageResult(name="consumer", summary={})
+
+
+class BesidePolicy(Policy[str]):
+    """Waits at `BARRIER` for other stages (a run that takes its stages one after another breaks
+    the barrier), then fails when its name says so; `needs` and `provides` as given."""
+
+    title = "a policy that runs beside others"
+    inputs = FakePolicy.inputs
+
+    def __init__(self, name: str, needs: tuple[type, ...] = (), provides: tuple[type, ...] = ()) -> None:
+        self.name, self.needs, self.provides = name, needs, provides  # type: ignore[misc]
+
+    def load_config(self, configs: RunConfigs) -> str | None:
+        return "configured" if configs.storage is not None else None
+
+    def run_stage(self, ctx: StageContext, config: str, outputs: Outputs) -> StageResult:
+        BARRIER.wait()
+        CALLS.append(self.name)
+        if self.name.startswith("failing"):
+            raise RuntimeError(f"{self.name} failed")
+        return StageResult(name=self.name, summary={"ran": True})
+
+
+BARRIER = threading.Barrier(1)
 
 
 @pytest.fixture
@@ -238,3 +266,71 @@ def test_a_bad_row_threshold_is_named_with_its_rule(telemetry: Path, tmp_path: P
         run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), tmp_path / "out",
                                 [FakePolicy()], stream=None, spark=FakeSpark(**{THRESHOLD: "many"}))
     assert CALLS == []
+
+
+def _barrier(parties: int) -> None:
+    global BARRIER
+    BARRIER = threading.Barrier(parties, timeout=10)
+
+
+def test_a_small_run_starts_each_stage_once_its_providers_have_finished(telemetry: Path,
+                                                                          tmp_path: Path) -> None:
+    # "a" waits for "b"; "b" needs what the fake stage provides: they meet only when "b" starts
+    # after the fake stage has finished and while "a" still runs
+    _barrier(2)
+    policies = [BesidePolicy("b", needs=(Published,)), BesidePolicy("a"), FakePolicy()]
+    outcome = run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"),
+                                      tmp_path / "out", policies, stream=None, spark=FakeSpark())
+    assert [r.name for r in outcome.results] == ["a", "fake", "b"]  # as `order` has them
+    assert CALLS.index("fake") < CALLS.index("b")
+    assert outcome.summary["run"]["stages"]["mode"] == "side by side"  # type: ignore[index]
+    assert outcome.summary["run"]["driver_jit"]["mode"] == "not chosen"  # type: ignore[index]
+
+
+def test_a_failed_stage_stops_the_stages_that_need_it_and_lets_the_others_finish(telemetry: Path,
+                                                                                  tmp_path: Path) -> None:
+    _barrier(2)
+    policies = [ConsumerPolicy(), BesidePolicy("failing", provides=(Published,)), BesidePolicy("b")]
+    with pytest.raises(RuntimeError, match="failing failed"):
+        run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), tmp_path / "out",
+                                policies, stream=None, spark=FakeSpark())
+    assert sorted(CALLS) == ["b", "failing"]  # the consumer never started
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_larger_run_takes_its_stages_one_after_another(telemetry: Path, tmp_path: Path) -> None:
+    _barrier(1)
+    (telemetry / "extra.jsonl").write_text("{}\n" * 49_999)
+    outcome = run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"),
+                                      tmp_path / "out", [BesidePolicy("a"), BesidePolicy("b")], stream=None,
+                                      spark=FakeSpark())
+    assert CALLS == ["a", "b"]
+    assert outcome.summary["run"]["stages"] == {  # type: ignore[index]
+        "mode": "one after another", "reason": "expressions generated"}
+
+
+class _YieldingStream(io.StringIO):
+    """A stream that lets other threads run before each write, as a terminal's may."""
+
+    def write(self, text: str) -> int:
+        time.sleep(0)
+        return super().write(text)
+
+
+def test_steps_reported_from_stages_side_by_side_are_whole_lines() -> None:
+    stream = _YieldingStream()
+    progress = Progress(stream)
+
+    def steps(name: str) -> None:
+        for i in range(200):
+            with progress.step(f"{name}: step {i}"):
+                pass
+
+    threads = [threading.Thread(target=steps, args=(name,)) for name in ("a", "b", "c")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 3 * 200 * 2 and len(progress.timings) == 600
+    assert all(re.fullmatch(r"  (… [abc]: step \d+|✓ [abc]: step \d+ \(\d+\.\ds\))", line) for line in lines)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
@@ -100,19 +101,25 @@ class Progress:
     def __init__(self, stream: TextIO | None = sys.stderr) -> None:
         self.stream = stream
         self.timings: dict[str, float] = {}
+        self._lock = threading.Lock()  # stages side by side report their steps from their threads
 
     @contextmanager
     def step(self, label: str) -> Iterator[None]:
         start = time.perf_counter()
-        if self.stream:
-            print(f"  … {label}", file=self.stream, flush=True)
+        self._say(f"  … {label}")
         try:
             yield
         finally:
             elapsed = time.perf_counter() - start
             self.timings[label] = elapsed
-            if self.stream:
-                print(f"  ✓ {label} ({elapsed:.1f}s)", file=self.stream, flush=True)
+            self._say(f"  ✓ {label} ({elapsed:.1f}s)")
+
+    def _say(self, line: str) -> None:
+        """One whole line: lines of steps running side by side do not run into each other."""
+        if self.stream:
+            with self._lock:
+                self.stream.write(line + "\n")
+                self.stream.flush()
 
 
 @dataclass
@@ -251,3 +258,4 @@ def order(policies: Sequence[Policy[Any]]) -> list[Policy[Any]]:
         done.append(ready[0])
         pending.remove(ready[0])
     return done
+

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import threading
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -35,12 +36,17 @@ figcaption{font-size:.85rem;color:#5a6475}
 padding:.5rem .8rem}
 """
 
+_DRAWING = threading.Lock()
+
 
 def figure_to_data_uri(fig: Figure, dpi: int = 110, crop: bool = True) -> str:
     """A matplotlib figure as a `data:image/png;base64,...` URI; `crop` trims the margins to what
-    is drawn (which draws the figure twice: once to measure it)."""
+    is drawn (which draws the figure twice: once to measure it). One figure is drawn at a time:
+    the stages of a small run build their reports side by side, and matplotlib's renderer shares
+    caches (fonts, text layouts) between figures."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight" if crop else None)
+    with _DRAWING:
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight" if crop else None)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +34,12 @@ from quotaplane.core.policy import (
     order,
 )
 from quotaplane.core.report import Section, write_report
-from quotaplane.core.spark.expressions import ExpressionChoice, expressions_for
+from quotaplane.core.spark.driver_jit import NOT_CHOSEN, jit_for
+from quotaplane.core.spark.expressions import (
+    DEFAULT_INTERPRETED_BELOW_ROWS,
+    count_rows,
+    expressions_for,
+)
 from quotaplane.core.staging import staged_output
 
 
@@ -101,22 +107,30 @@ def run_pipeline(
                   file=stream)
     started = time.perf_counter()
     started_at = datetime.now(UTC)
+    inputs = stage_inputs(telemetry_dir, runnable)
+    jit = NOT_CHOSEN
     if spark is None:
-        from quotaplane.core.spark.session import build_session
+        from quotaplane.core.spark.session import build_session, launched_by_spark_submit
 
+        if remote is None and not launched_by_spark_submit():
+            jit = jit_for(count_rows(inputs, DEFAULT_INTERPRETED_BELOW_ROWS))
         where = remote or master or "local[*]"
         with progress.step(f"starting Spark ({where})"):
-            spark = build_session(master=master, remote=remote)
+            spark = build_session(master=master, remote=remote, driver_java_options=jit.options)
     registry = CollectorRegistry()
     with staged_output(out_dir) as staging:
         ctx = StageContext(spark=spark, telemetry_dir=telemetry_dir, out_dir=staging,  # type: ignore[arg-type]
                            registry=registry, progress=progress, published_dir=out_dir, detail=detail)
         outputs = Outputs()
-        with expressions_for(spark, stage_inputs(telemetry_dir, runnable)) as expressions:
-            results: list[StageResult] = [p.run_stage(ctx, loaded[p.name], outputs) for p in runnable]
+        with expressions_for(spark, inputs) as expressions:
+            together = expressions.mode == "interpreted"
+            results = run_stages(ctx, runnable, loaded, outputs, together)
         elapsed = time.perf_counter() - started
+        stages = ({"mode": "side by side", "reason": "a small run: its expressions are interpreted"}
+                  if together else {"mode": "one after another", "reason": f"expressions {expressions.mode}"})
+        choices = {"spark_expressions": expressions.as_dict(), "driver_jit": jit.as_dict(), "stages": stages}
         summary = _summary(telemetry_dir, configs, out_dir, master, remote, started_at, elapsed, results,
-                           progress, not_evaluated, expressions)
+                           progress, not_evaluated, choices)
         (staging / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n",
                                               encoding="utf-8")
         exposition.write(registry, staging / "metrics.prom")
@@ -132,6 +146,39 @@ def run_pipeline(
                       summary, results, not_evaluated)
 
 
+def run_stages(ctx: StageContext, policies: Sequence[Policy[Any]], configs: dict[str, Any],
+               outputs: Outputs, together: bool) -> list[StageResult]:
+    """Every policy's stage (`policies` in `order`), their results in that order. `together`: side
+    by side, each from its own thread, a stage starting once the stages that provide what it needs
+    have finished.
+
+    A small run's stages are mostly Spark's fixed costs (planning, scheduling, small stages that
+    leave a core idle), which other stages' work fills (docs/performance.md, "Stages side by
+    side"). When a stage fails, the stages that need it do not start, the others finish, and the
+    first failure in `policies`' order is raised."""
+    if not together:
+        return [p.run_stage(ctx, configs[p.name], outputs) for p in policies]
+    started: dict[str, Future[StageResult]] = {}
+    with ThreadPoolExecutor(max_workers=len(policies), thread_name_prefix="stage") as pool:
+        for policy in policies:
+            providers = [started[p.name] for p in policies if p.name in started
+                         and any(kind in p.provides for kind in policy.needs)]
+            started[policy.name] = pool.submit(
+                _after, providers, lambda p=policy: p.run_stage(ctx, configs[p.name], outputs))
+    for future in started.values():
+        failure = future.exception()
+        if failure is not None:
+            raise failure
+    return [started[p.name].result() for p in policies]
+
+
+def _after(providers: list[Future[StageResult]], stage: Callable[[], StageResult]) -> StageResult:
+    """`stage()` once every provider has finished; a provider's failure is raised instead."""
+    for provider in providers:
+        provider.result()
+    return stage()
+
+
 def stage_inputs(telemetry_dir: Path, policies: Sequence[Policy[Any]]) -> list[str]:
     """The paths of the inputs the `policies` read from `telemetry_dir`, each once."""
     found = (find_input(telemetry_dir, i.name) for p in policies for i in p.inputs)
@@ -140,7 +187,7 @@ def stage_inputs(telemetry_dir: Path, policies: Sequence[Policy[Any]]) -> list[s
 
 def _summary(telemetry_dir: Path, configs: RunConfigs, out_dir: Path, master: str | None,
              remote: str | None, started_at: datetime, elapsed: float, results: list[StageResult],
-             progress: Progress, not_evaluated: list[str], expressions: ExpressionChoice
+             progress: Progress, not_evaluated: list[str], choices: dict[str, object]
              ) -> dict[str, object]:
     inputs = [c.as_dict() for r in results for c in r.read_counts]
     return {
@@ -153,7 +200,7 @@ def _summary(telemetry_dir: Path, configs: RunConfigs, out_dir: Path, master: st
             "spark": remote or master or "local[*]",
             "configs": {k: str(v) for k, v in vars(configs).items() if v is not None},
             "stage_seconds": {k: round(v, 3) for k, v in progress.timings.items()},
-            "spark_expressions": expressions.as_dict(),
+            **choices,
         },
         "inputs": inputs,
         "inputs_not_evaluated": not_evaluated,

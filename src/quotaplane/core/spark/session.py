@@ -51,11 +51,13 @@ def build_session(
     remote: str | None = None,
     app_name: str = "quotaplane",
     extra_conf: dict[str, str] | None = None,
+    driver_java_options: str | None = None,
 ) -> SparkSession:
     """Return a SparkSession for `master` (default `local[*]`) or a Spark Connect `remote`.
 
     Exactly one of `master`/`remote` may be given. With `remote` (``sc://host:port``) the
-    session is a Spark Connect client and no local JVM is started.
+    session is a Spark Connect client and no local JVM is started. `driver_java_options` are added
+    to the Java options of the driver JVM this call starts (none with `remote` or spark-submit).
     """
     if master and remote:
         raise ValueError("give either a Spark master URL or a Spark Connect URL, not both")
@@ -72,10 +74,11 @@ def build_session(
     builder = SparkSession.builder.appName(app_name)
     if not launched_by_spark_submit():
         builder = builder.master(master or "local[*]")
-        shared = sharing_options()  # the JVM this session starts maps the class archive
-        if shared:
+        # the JVM this session starts maps the class archive
+        added = " ".join(o for o in (sharing_options(), driver_java_options) if o)
+        if added:
             java_options = conf.get("spark.driver.extraJavaOptions", "")
-            conf["spark.driver.extraJavaOptions"] = f"{java_options} {shared}".strip()
+            conf["spark.driver.extraJavaOptions"] = f"{java_options} {added}".strip()
     elif master:
         builder = builder.master(master)
     for key, value in conf.items():
