@@ -41,25 +41,28 @@ def local_run(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.D
     return tables
 
 
-def assert_same_tables(expected: dict[str, pd.DataFrame], out: Path, jit: str) -> None:
-    """The cluster's run, a small one, took its stages side by side (`jit`: its driver's compilers)."""
+def assert_same_tables(expected: dict[str, pd.DataFrame], out: Path, jit: str,
+                       partitions: int | None) -> None:
+    """The cluster's run, a small one, took its stages side by side (`jit`: its driver's compilers;
+    `partitions`: its shuffles', None where it could not see the cluster's task slots)."""
     assert differences(expected, decision_tables(out)) == []
     run = json.loads((out / "summary.json").read_text())["run"]
     assert run["spark_expressions"]["mode"] == "interpreted"
     assert run["stages"]["mode"] == "side by side"
+    assert run["stages"].get("shuffle_partitions") == partitions
     assert run["driver_jit"]["mode"] == jit
 
 
 def test_standalone_cluster_with_two_workers_decides_like_local(local_run, tmp_path: Path) -> None:
     with start_standalone(workers=2, cores=1, memory="1g", work_dir=tmp_path / "cluster") as cluster:
         run_cli(tmp_path / "out", "--master", cluster.url)
-    assert_same_tables(local_run, tmp_path / "out", "C1 only")
+    assert_same_tables(local_run, tmp_path / "out", "C1 only", 2)  # two workers of one core
 
 
 def test_spark_connect_decides_like_local(local_run, tmp_path: Path) -> None:
     with start_connect_server(work_dir=tmp_path / "connect") as server:
         run_cli(tmp_path / "out", "--remote", server.url)
-    assert_same_tables(local_run, tmp_path / "out", "not chosen")
+    assert_same_tables(local_run, tmp_path / "out", "not chosen", None)
 
 
 def test_differences_name_the_tables_that_differ() -> None:

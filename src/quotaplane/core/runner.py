@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -124,10 +125,14 @@ def run_pipeline(
         outputs = Outputs()
         with expressions_for(spark, inputs) as expressions:
             together = expressions.mode == "interpreted"
-            results = run_stages(ctx, runnable, loaded, outputs, together)
+            with _fewer_partitions(spark, together) as partitions:
+                results = run_stages(ctx, runnable, loaded, outputs, together)
         elapsed = time.perf_counter() - started
-        stages = ({"mode": "side by side", "reason": "a small run: its expressions are interpreted"}
-                  if together else {"mode": "one after another", "reason": f"expressions {expressions.mode}"})
+        stages: dict[str, object] = (
+            {"mode": "side by side", "reason": "a small run: its expressions are interpreted"} if together
+            else {"mode": "one after another", "reason": f"expressions {expressions.mode}"})
+        if partitions is not None:
+            stages["shuffle_partitions"] = partitions
         choices = {"spark_expressions": expressions.as_dict(), "driver_jit": jit.as_dict(), "stages": stages}
         summary = _summary(telemetry_dir, configs, out_dir, master, remote, started_at, elapsed, results,
                            progress, not_evaluated, choices)
@@ -144,6 +149,19 @@ def run_pipeline(
             )
     return RunOutcome(out_dir, out_dir / "report.html", out_dir / "summary.json", out_dir / "metrics.prom",
                       summary, results, not_evaluated)
+
+
+@contextmanager
+def _fewer_partitions(spark: Any, small: bool) -> Iterator[int | None]:
+    """A small run's shuffles in no more partitions than the session's task slots
+    (`session.partitions_for_slots`); None: unchanged."""
+    if not small:
+        yield None
+        return
+    from quotaplane.core.spark.session import partitions_for_slots
+
+    with partitions_for_slots(spark) as partitions:
+        yield partitions
 
 
 def run_stages(ctx: StageContext, policies: Sequence[Policy[Any]], configs: dict[str, Any],

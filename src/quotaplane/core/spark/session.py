@@ -7,6 +7,8 @@ import os
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -90,15 +92,37 @@ def build_session(
     return session
 
 
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+
+
 def shuffle_partitions(spark: Any) -> int:
     """The session's `spark.sql.shuffle.partitions` (Spark's default, 200, is set lower here)."""
-    return int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
+    return int(spark.conf.get(SHUFFLE_PARTITIONS) or 8)
 
 
 def task_slots(spark: Any) -> int | None:
     """The tasks a classic session's cluster runs at once (its default parallelism); None on Spark
     Connect, whose client does not see the cluster."""
     return spark.sparkContext.defaultParallelism if isinstance(spark, SparkSession) else None
+
+
+@contextmanager
+def partitions_for_slots(spark: Any) -> Iterator[int | None]:
+    """Shuffles in no more partitions than the session runs tasks at once, while inside; the
+    session's setting is restored after. For a small run: a partition past the task slots only adds
+    a task, its scheduling and its shuffle files (docs/performance.md, "Stages side by side").
+    Gives the partitions in force, None when unchanged (Spark Connect, whose client does not see
+    the cluster, or a setting already as low)."""
+    slots = task_slots(spark)
+    if slots is None or shuffle_partitions(spark) <= slots:
+        yield None
+        return
+    current = spark.conf.get(SHUFFLE_PARTITIONS)
+    spark.conf.set(SHUFFLE_PARTITIONS, str(slots))
+    try:
+        yield slots
+    finally:
+        spark.conf.set(SHUFFLE_PARTITIONS, current)
 
 
 def launched_by_spark_submit() -> bool:
