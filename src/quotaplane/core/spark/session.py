@@ -76,7 +76,7 @@ def build_session(
     builder = SparkSession.builder.appName(app_name)
     if not launched_by_spark_submit():
         builder = builder.master(master or "local[*]")
-        # the JVM this session starts maps the class archive
+        # the JVM this session starts maps the class archive, with the caller's options
         added = " ".join(o for o in (sharing_options(), driver_java_options) if o)
         if added:
             java_options = conf.get("spark.driver.extraJavaOptions", "")
