@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -110,9 +110,10 @@ def run_pipeline(
     started_at = datetime.now(UTC)
     inputs = stage_inputs(telemetry_dir, runnable)
     jit = NOT_CHOSEN
-    if spark is None:
-        from quotaplane.core.spark.session import build_session, launched_by_spark_submit
+    # pyspark is imported once a run goes ahead, not with this module
+    from quotaplane.core.spark.session import build_session, launched_by_spark_submit, partitions_for_slots
 
+    if spark is None:
         if remote is None and not launched_by_spark_submit():
             jit = jit_for(count_rows(inputs, DEFAULT_INTERPRETED_BELOW_ROWS))
         where = remote or master or "local[*]"
@@ -125,7 +126,8 @@ def run_pipeline(
         outputs = Outputs()
         with expressions_for(spark, inputs) as expressions:
             together = expressions.mode == "interpreted"
-            with _fewer_partitions(spark, together) as partitions:
+            # a small run's shuffles in no more partitions than the task slots (None: unchanged)
+            with partitions_for_slots(spark) if together else nullcontext() as partitions:
                 results = run_stages(ctx, runnable, loaded, outputs, together)
         elapsed = time.perf_counter() - started
         stages: dict[str, object] = (
@@ -149,19 +151,6 @@ def run_pipeline(
             )
     return RunOutcome(out_dir, out_dir / "report.html", out_dir / "summary.json", out_dir / "metrics.prom",
                       summary, results, not_evaluated)
-
-
-@contextmanager
-def _fewer_partitions(spark: Any, small: bool) -> Iterator[int | None]:
-    """A small run's shuffles in no more partitions than the session's task slots
-    (`session.partitions_for_slots`); None: unchanged."""
-    if not small:
-        yield None
-        return
-    from quotaplane.core.spark.session import partitions_for_slots
-
-    with partitions_for_slots(spark) as partitions:
-        yield partitions
 
 
 def run_stages(ctx: StageContext, policies: Sequence[Policy[Any]], configs: dict[str, Any],

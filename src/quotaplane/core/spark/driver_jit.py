@@ -37,9 +37,11 @@ class JitChoice:
         return {"mode": self.mode, "reason": self.reason}
 
 
-def jit_for(rows: int | None, limit: int = DEFAULT_INTERPRETED_BELOW_ROWS) -> JitChoice:
-    """C1 only for fewer than `limit` rows (`rows` as `expressions.count_rows` counts them, None
-    when they could not be counted), unless `QUOTAPLANE_DRIVER_JIT` says `tiered`."""
+def jit_for(rows: int | None) -> JitChoice:
+    """C1 only for fewer than `DEFAULT_INTERPRETED_BELOW_ROWS` rows (`rows` as
+    `expressions.count_rows` counts them, None when they could not be counted), unless
+    `QUOTAPLANE_DRIVER_JIT` says `tiered`."""
+    limit = DEFAULT_INTERPRETED_BELOW_ROWS
     wanted = os.environ.get(ENV, "").strip().lower()
     if wanted == "tiered":
         return JitChoice("tiered", f"{ENV}=tiered")
