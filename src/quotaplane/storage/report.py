@@ -113,7 +113,8 @@ def _volumes_figure(series: list[dict[str, Any]]) -> Figure:
             for key, color in (("soft", COLORS[3]), ("hard", COLORS[1])):
                 ax.plot(t, [p[key] / GIB for p in points], color=color, linestyle="--",
                         label=f"{key} threshold")
-        ax.set_title(f"broker {broker} {log_dir}" + (f" ({cluster})" if cluster else ""), fontsize=9)
+        # placed, not fitted above the y axis' offset text: the axis starts at 0 and has none
+        ax.set_title(f"broker {broker} {log_dir}" + (f" ({cluster})" if cluster else ""), fontsize=9, y=1.0)
         ax.set_ylabel("GiB")
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)

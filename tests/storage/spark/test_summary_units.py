@@ -1,6 +1,6 @@
-"""`summary.unit_rows`: what each unit (and each of its fallback reasons) amounts to, aggregated by
-Spark per (unit, reason) and folded per unit in the driver, must equal the decision rows themselves
-taken in round order."""
+"""`summary.decision_groups`: what each unit (and each of its fallback reasons) amounts to, and the
+throttle factor over time, aggregated by Spark per (unit, reason, time bucket) and folded in the
+driver, must equal the decision rows themselves taken in round order."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from quotaplane.core.buckets import bucket_width
 from quotaplane.storage.spark import summary as S
 
 pytestmark = pytest.mark.spark
@@ -84,6 +85,20 @@ def _drawn(ts: int, reason: str | None, error: str | None = None) -> dict[str, A
             "active_brokers": ts}
 
 
+def _expected_series(rows: list[dict[str, Any]], span: tuple[int, int], buckets: int
+                     ) -> list[dict[str, Any]]:
+    """Per cluster and bucket of `span`: the lowest factor and whether a fallback was applied."""
+    width = bucket_width(*span, buckets)
+    points: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        start = span[0] + (r["ts_ms"] - span[0]) // width * width
+        p = points.setdefault((r["cluster"], start), {"cluster": r["cluster"], "ts_ms": start,
+                                                      "factor": r["throttle_factor"], "fallback": False})
+        p["factor"] = min(p["factor"], r["throttle_factor"])
+        p["fallback"] = p["fallback"] or r["fallback_applied"]
+    return [points[k] for k in sorted(points, key=lambda k: (k[0] is not None, k[0] or "", k[1]))]
+
+
 # the unit's last round (4) and its last round without an error (3) lie in different reason groups,
 # and the first round without an error (0) in a third: whatever order Spark returns the groups in,
 # folding must compare their round orders
@@ -92,11 +107,13 @@ FOLDED = [_drawn(0, None), _drawn(1, "missing_broker_data"), _drawn(2, "SAFETY_T
 
 
 @settings(parent=settings.get_profile("differential"))
-@given(st.lists(decision, min_size=0, max_size=30))
-@example(FOLDED)
-def test_units_and_their_fallbacks_equal_the_rows_in_round_order(spark, drawn) -> None:
+@given(st.lists(decision, min_size=0, max_size=30), st.sampled_from([1, 2, 3]))
+@example(FOLDED, 2)
+def test_units_their_fallbacks_and_the_series_equal_the_rows_in_round_order(spark, drawn, buckets) -> None:
+    """A few plot buckets, so that a bucket holds several rounds of several units and reasons."""
     rows = _rows(drawn)
-    units, counts = S.unit_rows(spark.createDataFrame(rows, SCHEMA))
+    span = (min(r["ts_ms"] for r in rows), max(r["ts_ms"] for r in rows)) if rows else None
+    units, counts, series = S.decision_groups(spark.createDataFrame(rows, SCHEMA), span, buckets)
     expected, expected_counts = _expected(rows)
     got = {}
     for u in units:
@@ -112,3 +129,4 @@ def test_units_and_their_fallbacks_equal_the_rows_in_round_order(spark, drawn) -
         expected, key=lambda k: (k[0] is not None, k[0] or "", k[1] is not None, k[1] or 0))
     assert {(c["cluster"], c["observing_broker_id"], c["fallback_reason"]): (c["applied"], c["rounds"])
             for c in counts} == expected_counts
+    assert series == (_expected_series(rows, span, buckets) if span else [])

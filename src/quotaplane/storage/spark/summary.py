@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import DataFrame, Row, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from quotaplane.core.buckets import bucket_width
@@ -28,15 +28,19 @@ def _unit_window() -> Window:
     return Window.partitionBy(*UNIT).orderBy("ts_ms", "poll_id", "round_window")
 
 
-def unit_rows(decisions: DataFrame) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Per unit, and per unit and fallback reason, in one job.
+def decision_groups(decisions: DataFrame, span: tuple[int, int] | None, buckets: int = PLOT_BUCKETS
+                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per unit, per unit and fallback reason, and the throttle factor over time, from one job: Spark
+    aggregates per (unit, reason, plot bucket) and the groups are folded here.
 
     A unit's row: its decisions, first and last time, the time with factor < 1 and with factor == 0
     (each round lasts until the unit's next round; the last round has no duration), first throttled
     and first blocked time, the lowest factor, its last decision (`last`) and the active brokers and
     log dirs of its last round without a collection error (`last_ok`). A reason's row: the times its
-    fallback was applied and the rounds it decided. Spark aggregates per (unit, reason); the
-    groups of a unit are folded here."""
+    fallback was applied and the rounds it decided. The series: per cluster and time bucket of
+    `span` (at most `buckets`), the lowest factor of any unit (for the local source, of any
+    broker) and whether a fallback was applied; `span` is the decisions' first and last time (None
+    without decisions)."""
     nxt = F.lead("ts_ms").over(_unit_window())
     order = F.struct("ts_ms", "poll_id", "round_window")  # nulls order first: a max is the window's last
     d = decisions.select("*", (nxt - F.col("ts_ms")).alias("span"), order.alias("_order"))
@@ -44,7 +48,8 @@ def unit_rows(decisions: DataFrame) -> tuple[list[dict[str, Any]], list[dict[str
     last = F.struct("source", "throttle_factor", "throttling_broker_id", "throttling_log_dir",
                     "effective_produce_limit", "used_bytes")
     ok_order = F.when(F.col("collection_error").isNull(), F.col("_order"))
-    groups = d.groupBy(*UNIT, "fallback_reason").agg(
+    bucket, width = _bucket(*span, buckets) if span is not None else (F.lit(0).cast("long"), 1)
+    groups = d.groupBy(*UNIT, "fallback_reason", bucket.alias("b")).agg(
         F.count(F.lit(1)).alias("decisions"),
         F.count(F.when(F.col("fallback_applied"), 1)).alias("applied"),
         F.min("ts_ms").alias("first_ms"), F.max("ts_ms").alias("last_ms"),
@@ -56,31 +61,44 @@ def unit_rows(decisions: DataFrame) -> tuple[list[dict[str, Any]], list[dict[str
         F.max("_order").alias("last_order"), F.max_by(last, "_order").alias("last"),
         F.max(ok_order).alias("ok_order"),
         F.max_by(F.struct("active_brokers", "active_log_dirs"), ok_order).alias("last_ok"),
-    ).collect()
+    ).toArrow().to_pylist()  # Arrow: a unit has up to `buckets` groups per reason
     units: dict[tuple[Any, Any], dict[str, Any]] = {}
-    counts = []
+    counts: dict[tuple[Any, Any, str], dict[str, Any]] = {}
+    points: dict[tuple[Any, int], dict[str, Any]] = {}
+    start = span[0] if span is not None else 0
     for g in groups:
-        if g["fallback_reason"] is not None:
-            counts.append({"cluster": g["cluster"], "observing_broker_id": g["observing_broker_id"],
-                           "fallback_reason": g["fallback_reason"], "applied": g["applied"],
-                           "rounds": g["decisions"]})
-        key = (g["cluster"], g["observing_broker_id"])
-        unit = units.get(key)
-        if unit is None:  # a unit's row: the group's, without what is the reason's own
-            units[key] = {k: v for k, v in g.asDict().items() if k not in ("fallback_reason", "applied")}
+        for name in ("last_order", "ok_order"):  # Arrow's structs are dicts: tuples, in field order
+            g[name] = tuple(g[name].values()) if g[name] is not None else None
+        reason, applied, b = g.pop("fallback_reason"), g.pop("applied"), g.pop("b")
+        unit = (g["cluster"], g["observing_broker_id"])
+        if reason is not None:
+            count = counts.setdefault((*unit, reason), {
+                "cluster": unit[0], "observing_broker_id": unit[1], "fallback_reason": reason,
+                "applied": 0, "rounds": 0})
+            count["applied"] += applied
+            count["rounds"] += g["decisions"]
+        point = points.setdefault((unit[0], b), {"cluster": unit[0], "ts_ms": start + b * width,
+                                                 "factor": g["lowest_factor"], "fallback": False})
+        point["factor"] = min(point["factor"], g["lowest_factor"])  # a decision's factor is never null
+        point["fallback"] = point["fallback"] or applied > 0
+        if unit in units:
+            _fold(units[unit], g)
         else:
-            units[key] = _fold(unit, g)
+            units[unit] = g
     # ordered here: an `orderBy` before `collect` costs Spark a sampling job of its own
-    return sorted(units.values(), key=lambda r: nulls_first(r["cluster"], r["observing_broker_id"])), counts
+    return (sorted(units.values(), key=lambda r: nulls_first(r["cluster"], r["observing_broker_id"])),
+            sorted(counts.values(), key=lambda r: nulls_first(r["cluster"], r["observing_broker_id"],
+                                                              r["fallback_reason"])),
+            sorted(points.values(), key=lambda p: nulls_first(p["cluster"], p["ts_ms"])))
 
 
-def _later(a: Row | None, b: Row | None) -> bool:
+def _later(a: tuple[Any, ...] | None, b: tuple[Any, ...] | None) -> bool:
     """Whether round order `b` comes after `a` in Spark's ascending order (nulls first)."""
     return b is not None and (a is None or nulls_first(*b) > nulls_first(*a))
 
 
-def _fold(unit: dict[str, Any], g: Row) -> dict[str, Any]:
-    """A unit's row with one more of its (unit, reason) groups folded in."""
+def _fold(unit: dict[str, Any], g: dict[str, Any]) -> dict[str, Any]:
+    """A unit's row with one more of its groups folded in."""
     for name in ("decisions", "throttled_ms", "blocked_ms"):
         unit[name] += g[name]
     for name in ("first_ms", "first_throttled_ms", "first_blocked_ms", "lowest_factor"):
@@ -95,7 +113,7 @@ def _fold(unit: dict[str, Any], g: Row) -> dict[str, Any]:
 
 
 def throttled_time(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The units of `summary.json` from `unit_rows`."""
+    """The units of `summary.json` from `decision_groups`."""
     return [{
         "cluster": r["cluster"], "observing_broker_id": r["observing_broker_id"], "decisions": r["decisions"],
         "from": iso(r["first_ms"]), "to": iso(r["last_ms"]),
@@ -161,7 +179,7 @@ def breaches(config: StorageConfig, profile: list[dict[str, Any]] | None,
 
 def metric_states(config: StorageConfig, units: list[dict[str, Any]], counts: list[dict[str, Any]],
                   label: str) -> list[StorageMetricState]:
-    """The end-of-history metric state of every unit (spec: Metrics), from `unit_rows`."""
+    """The end-of-history metric state of every unit (spec: Metrics), from `decision_groups`."""
     by_unit: dict[tuple[Any, Any], dict[str, int]] = {}
     for c in counts:
         if c["applied"]:
@@ -186,21 +204,9 @@ def metric_states(config: StorageConfig, units: list[dict[str, Any]], counts: li
     return states
 
 
-def _bucket(start: int, end: int) -> tuple[Any, int]:
-    width = bucket_width(start, end, PLOT_BUCKETS)
+def _bucket(start: int, end: int, buckets: int = PLOT_BUCKETS) -> tuple[Any, int]:
+    width = bucket_width(start, end, buckets)
     return ((F.col("ts_ms") - F.lit(start)) / F.lit(width)).cast("long"), width
-
-
-def factor_series(decisions: DataFrame, span: tuple[int, int]) -> list[dict[str, Any]]:
-    """The throttle factor over time, at most `PLOT_BUCKETS` points per cluster: the lowest factor
-    of any unit in each time bucket (for the local source, of any broker)."""
-    bucket, width = _bucket(*span)
-    rows = (decisions.groupBy("cluster", bucket.alias("b")).agg(
-        F.min("throttle_factor").alias("factor"), F.max(F.col("fallback_applied").cast("int")).alias("fb"))
-        .collect())
-    rows = sorted(rows, key=lambda r: nulls_first(r["cluster"], r["b"]))
-    return [{"cluster": r["cluster"], "ts_ms": span[0] + r["b"] * width, "factor": r["factor"],
-             "fallback": bool(r["fb"])} for r in rows]
 
 
 def volume_profile(observations: DataFrame, span: tuple[int, int]) -> list[dict[str, Any]]:
@@ -282,17 +288,14 @@ def summarise(label: str, config: StorageConfig, decisions: DataFrame, span: tup
     """The summary of one evaluation, its metric states and (with `observations`) its volume
     profile. `span` is the decisions' first and last time (their job observes it; None without
     decisions): it sets the plots' buckets, so the summary's actions do not wait for one another
-    and run side by side: three small ones over the decisions and the aggregation of the
-    observations."""
-    actions = [lambda: unit_rows(decisions), lambda: fallback_events(decisions)]
-    if span is not None:
-        actions.append(lambda: factor_series(decisions, span))
-        if observations is not None:
-            actions.append(lambda: volume_profile(observations, span))
+    and run side by side: two small ones over the decisions (`decision_groups`, `fallback_events`)
+    and the aggregation of the observations."""
+    actions = [lambda: decision_groups(decisions, span), lambda: fallback_events(decisions)]
+    if span is not None and observations is not None:
+        actions.append(lambda: volume_profile(observations, span))
     results = side_by_side(*actions)
-    (units, counts), events = results[0], results[1]
-    series = results[2] if len(results) > 2 else []
-    profile = results[3] if len(results) > 3 else []
+    (units, counts, series), events = results[0], results[1]
+    profile = results[2] if len(results) > 2 else []
     summary = EvaluationSummary(
         label=label, config=config, units=throttled_time(units), fallbacks=fallbacks(counts),
         fallback_events=events,
