@@ -1,8 +1,9 @@
 """The line and field rules of `quotaplane.core.fields` as Spark column expressions (no Python UDF).
 
 A JSON Lines line is read as text, checked to be exactly one JSON object (`line_reason`) and parsed
-once into a VARIANT; each field is then typed from its JSON kind and value (`typed_field`). Text
-formats (CSV, a Parquet column of another type) give every field as a string (JSON kind STRING).
+once into a VARIANT; each field is then typed from its JSON kind and value (`typed_value`) and
+checked (`field_outcome`). Text formats (CSV, a Parquet column of another type) give every field as
+a string (JSON kind STRING).
 The patterns, ranges and reasons are those of `quotaplane.core.fields`, so both engines classify
 every row alike (tests/core/test_field_rules.py).
 """
@@ -34,12 +35,24 @@ def is_blank(line: Column) -> Column:
     return F.regexp_replace(line, f"{JSON_SPACE}+", "") == ""
 
 
-def _one_value(line: Column) -> Column:
+# The parts of a line `_one_value` reads, each a column of its own (see `line_parts`).
+TRIMMED, STRIPPED, BRACKETS = "_trimmed", "_stripped", "_brackets"
+
+
+def line_parts(line: Column) -> list[tuple[str, Column]]:
+    """The columns `line_reason` reads besides the line, in order: each is computed from the one
+    before, so each is best projected on its own, after it (a part read by several branches of a
+    CASE WHEN is otherwise computed again for each): the line trimmed of JSON whitespace, with
+    every string token replaced by "", and its brackets alone."""
+    return [(TRIMMED, F.regexp_replace(line, f"^{JSON_SPACE}+|{JSON_SPACE}+$", "")),
+            (STRIPPED, F.regexp_replace(F.col(TRIMMED), _STRING_TOKEN, '""')),
+            (BRACKETS, F.regexp_replace(F.col(STRIPPED), "[^\\[\\]{}]", ""))]
+
+
+def _one_value() -> Column:
     """True when the trimmed line is one JSON value with nothing after it (the grammar itself is
     checked by the parser): a scalar token, or brackets that close exactly once, at the end."""
-    trimmed = F.regexp_replace(line, f"^{JSON_SPACE}+|{JSON_SPACE}+$", "")
-    stripped = F.regexp_replace(trimmed, _STRING_TOKEN, '""')
-    brackets = F.regexp_replace(stripped, "[^\\[\\]{}]", "")
+    trimmed, stripped, brackets = F.col(TRIMMED), F.col(STRIPPED), F.col(BRACKETS)
     depth = F.aggregate(
         F.split(brackets, ""), F.struct(F.lit(0).alias("d"), F.lit(0).alias("z")),
         lambda acc, c: F.struct(
@@ -53,10 +66,10 @@ def _one_value(line: Column) -> Column:
 
 
 def line_reason(raw: Column, line: Column, parsed: Column) -> Column:
-    """Why a (non-blank) line is quarantined as a whole, or null."""
+    """Why a (non-blank) line is quarantined as a whole, or null; reads the `line_parts` columns."""
     object_start = F.regexp_replace(line, f"^{JSON_SPACE}+", "").startswith("{")
     return (F.when(~F.is_valid_utf8(raw), F.lit(R.NOT_UTF8))
-            .when(parsed.isNull() | ~_one_value(line), F.lit(R.UNPARSABLE))
+            .when(parsed.isNull() | ~_one_value(), F.lit(R.UNPARSABLE))
             .when(~object_start, F.lit(R.NOT_OBJECT)))
 
 
@@ -116,32 +129,39 @@ def _integer_text(text: Column) -> Column:
     return F.when(text.rlike(R.JAVA["integer"]), _trimmed(text).try_cast("long"))
 
 
-def typed_field(f: Field, kind: Column, text: Column, value: JsonValue | None) -> tuple[Column, Column]:
-    """(typed value, problem) of field `f`: the problem is null for a valid or absent optional
-    field, else the reason as the quarantine table gives it (`field <name>[=<value>]: <rule>`)."""
+def typed_value(f: Field, kind: Column, text: Column, value: JsonValue | None) -> Column:
+    """The value of field `f` as its Spark type, from its JSON kind and text (`json_field`,
+    `text_field`), or null when it does not hold one; a double may still be NaN or infinite
+    (`field_outcome` says so)."""
+    is_string = kind == "STRING"
+    if f.type == "string":
+        return F.when(is_string, text)
+    if f.type == "long":
+        typed = F.when(is_string, _integer_text(text))
+        return typed if value is None else F.when(kind == "BIGINT", value("long")).otherwise(typed)
+    if f.type == "time_ms":
+        typed = F.when(is_string, F.coalesce(_integer_text(text), F.when(~text.rlike(R.JAVA["integer"]),
+                                                                         _iso_millis(text))))
+        return typed if value is None else F.when(kind == "BIGINT", value("long")).otherwise(typed)
+    if f.type == "bool":
+        typed = F.when(is_string & text.rlike(R.JAVA["bool"]), F.lower(_trimmed(text)) == "true")
+        return typed if value is None else F.when(kind == "BOOLEAN", value("boolean")).otherwise(typed)
+    typed = F.when(is_string & text.rlike(R.JAVA["decimal"]), _trimmed(text).try_cast("double"))
+    if value is None:
+        return typed
+    numeric = kind.isin("BIGINT", "DOUBLE", "FLOAT") | kind.startswith("DECIMAL")
+    return F.when(numeric, value("double")).otherwise(typed)
+
+
+def field_outcome(f: Field, kind: Column, text: Column, value: JsonValue | None,
+                  typed: Column) -> tuple[Column, Column]:
+    """(value, problem) of field `f` given its `typed_value` (`typed`, best a column of its own: it
+    is read several times): the value is null when the field is missing or has a problem; the
+    problem is null for a valid or absent optional field, else the reason as the quarantine table
+    gives it (`field <name>[=<value>]: <rule>`)."""
     is_string = kind == "STRING"
     missing = kind.isNull() | (kind == "VOID") | (
         is_string & F.lit(f.type != "string") & (F.regexp_replace(text, "[ \\t]", "") == ""))
-    if f.type == "string":
-        typed = F.when(is_string, text)
-    elif f.type == "long":
-        typed = F.when(is_string, _integer_text(text))
-        if value is not None:
-            typed = F.when(kind == "BIGINT", value("long")).otherwise(typed)
-    elif f.type == "time_ms":
-        typed = F.when(is_string, F.coalesce(_integer_text(text), F.when(~text.rlike(R.JAVA["integer"]),
-                                                                         _iso_millis(text))))
-        if value is not None:
-            typed = F.when(kind == "BIGINT", value("long")).otherwise(typed)
-    elif f.type == "bool":
-        typed = F.when(is_string & text.rlike(R.JAVA["bool"]), F.lower(_trimmed(text)) == "true")
-        if value is not None:
-            typed = F.when(kind == "BOOLEAN", value("boolean")).otherwise(typed)
-    else:  # double
-        typed = F.when(is_string & text.rlike(R.JAVA["decimal"]), _trimmed(text).try_cast("double"))
-        if value is not None:
-            numeric = kind.isin("BIGINT", "DOUBLE", "FLOAT") | kind.startswith("DECIMAL")
-            typed = F.when(numeric, value("double")).otherwise(typed)
     shown = text if value is None else F.coalesce(text, F.to_json(value("variant")))
     expected = F.format_string(f"field {f.name}=%s: {R.EXPECTED[f.type]}", shown)
     if f.type == "double":

@@ -192,13 +192,16 @@ def read_raw(spark: SparkSession, schema: RecordSchema, path: str, fmt: str | No
 
 def json_lines(text: DataFrame, *keep: str) -> DataFrame:
     """JSON Lines as `read_raw` gives them, from a frame of lines (`value`): blank lines dropped,
-    `_row`, `_line_reason` and the parsed line (`_parsed`), and the `keep` columns."""
+    `_row`, `_line_reason` and the parsed line (`_parsed`), and the `keep` columns. The line, its
+    parse and the parts its checks read are projected one after another, each once (see
+    `quotaplane.core.spark.fields.line_parts`)."""
     line = SF.strip_bom(F.col("value"))
-    parsed = F.try_parse_json(line)
-    return (text.where(~SF.is_blank(line))
-            .select(SF.quarantined_text(F.col("value")).alias("_row"),
-                    SF.line_reason(F.col("value"), line, parsed).alias(LINE_REASON),
-                    parsed.alias(PARSED), *keep))
+    lines = text.where(~SF.is_blank(line)).select("value", line.alias("_line"), *keep)
+    for name, part in [(PARSED, F.try_parse_json(F.col("_line"))), *SF.line_parts(F.col("_line"))]:
+        lines = lines.select("*", part.alias(name))
+    return lines.select(SF.quarantined_text(F.col("value")).alias("_row"),
+                        SF.line_reason(F.col("value"), F.col("_line"), F.col(PARSED)).alias(LINE_REASON),
+                        F.col(PARSED), *keep)
 
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -222,25 +225,41 @@ def _parquet_column(f: Field, dtype: T.DataType | None) -> Column:
 
 
 def validate(schema: RecordSchema, raw: DataFrame) -> DataFrame:
-    """Type every field (`quotaplane.core.spark.fields.typed_field`, or a native Parquet column) and
-    add `_reason`: the line's problem, else the first field problem, else the first row rule the row
-    breaks, else null."""
+    """Type every field (`quotaplane.core.spark.fields`, or a native Parquet column) and add
+    `_reason`: the line's problem, else the first field problem, else the first row rule the row
+    breaks, else null.
+
+    A parsed field's kind and text, then its typed value, are each a column of their own, projected
+    before the expressions that read them: each is read by many of the typing and problem
+    expressions, mostly inside the branches of a CASE WHEN, where Spark's subexpression elimination
+    does not reach, and would otherwise be computed again for each (half the time of checking a
+    JSON Lines input)."""
     dtypes = {f.name: f.dataType for f in raw.schema.fields}
+    sources: dict[str, tuple[int, Column, Column, SF.JsonValue | None]] = {}
+    for i, f in enumerate(schema.fields):
+        if PARSED in raw.columns:
+            sources[f.name] = (i, *SF.json_field(F.col(PARSED), f.name))
+        elif not _is_native(f, dtypes.get(f.name)):
+            sources[f.name] = (i, *SF.text_field(F.col(f.name)))
+    staged = raw.select("*", *[c for i, kind, text, _ in sources.values()
+                               for c in (kind.alias(f"_kind{i}"), text.alias(f"_text{i}"))])
+    fields = {name: (F.col(f"_kind{i}"), F.col(f"_text{i}"), value)
+              for name, (i, _, _, value) in sources.items()}
+    staged = staged.select("*", *[SF.typed_value(f, *fields[f.name]).alias(f"_typed{i}")
+                                  for i, f in enumerate(schema.fields) if f.name in fields])
     typed: dict[str, Column] = {}
     problems: list[Column] = [F.col(LINE_REASON)]
-    for f in schema.fields:
-        if PARSED in raw.columns:
-            value, problem = SF.typed_field(f, *SF.json_field(F.col(PARSED), f.name))
-        elif _is_native(f, dtypes.get(f.name)):
+    for i, f in enumerate(schema.fields):
+        if f.name in fields:
+            value, problem = SF.field_outcome(f, *fields[f.name], F.col(f"_typed{i}"))
+        else:
             column = F.col(f.name)
             value = F.unix_millis(column) if isinstance(dtypes[f.name], T.TimestampType) else column.cast(
                 spark_type(f))
             problem = SF.native_problem(f, column)
-        else:
-            value, problem = SF.typed_field(f, *SF.text_field(F.col(f.name)))
         typed[f.name] = F.when(F.col(LINE_REASON).isNull(), value)
         problems.append(problem)
-    checked = raw.select(
+    checked = staged.select(
         *[typed[f.name].alias(f.name) for f in schema.fields],
         F.coalesce(*problems).alias("_type_reason"),
         F.col("_row"),
