@@ -258,4 +258,3 @@ def order(policies: Sequence[Policy[Any]]) -> list[Policy[Any]]:
         done.append(ready[0])
         pending.remove(ready[0])
     return done
-
