@@ -184,6 +184,9 @@ PROBES = [
     b'{"t": 1, "n": 9223372036854775808}', b'{"t": 1, "n": -9223372036854775808}',
     b'{"t": "1969-12-31T23:59:59.9999Z", "n": 1}', b'{"t": "2024-02-30", "n": 1}', b'\x0b{"t": 1, "n": 1}',
     b'{"t": 1, "n": 1, "x": 12345678901234567890123456789012345678901234567890}',
+    # brackets, quotes and backslashes inside strings; every kind of JSON whitespace around a line
+    b'{"t": 1, "n": 1, "s": "a\\"}{"}', b'{"t": 1, "n": 1, "s": "\\\\"} {}', b'{"t": 1, "n": 1, "s": "]}[{"}',
+    b'{"t": 1, "n": 1, "s": "\\\\\\"]"}', b'\t\r {"t": 1, "n": 1}\t ', b" \t\r ", b'\x0c{"t": 1, "n": 1}',
 ]
 
 
@@ -200,3 +203,7 @@ def test_the_probes_of_the_report_are_classified_alike(spark, tmp_path: Path) ->
     assert classes[PROBES[10]][1] == {"t": 1, "n": 1, "x": None, "s": None, "b": None}
     assert classes[b'{"t": "1969-12-31T23:59:59.9999Z", "n": 1}'][1]["t"] == -1
     assert classes[b'{"t": 1, "n": "\xff"}'] == (R.NOT_UTF8, None)
+    assert classes[b'{"t": 1, "n": 1, "s": "a\\"}{"}'][1]["s"] == 'a"}{'
+    assert classes[b'{"t": 1, "n": 1, "s": "\\\\"} {}'] == (R.UNPARSABLE, None)
+    assert classes[b'\t\r {"t": 1, "n": 1}\t '][1]["n"] == 1
+    assert b" \t\r " not in classes  # a blank line is no row

@@ -20,8 +20,13 @@ from quotaplane.core import fields as R
 from quotaplane.core.records import Field
 
 JSON_SPACE = "[ \\t\\r\\n]"
-# A JSON string token (RFC 8259): replaced by "" before the brackets are counted.
-_STRING_TOKEN = '"(?:[^"\\\\]|\\\\.)*"'
+# The same four characters, as `btrim` takes them: trimming them is a scan of the line's ends,
+# where the regular expression it replaces took a match and a copy of the whole line.
+_JSON_SPACE_CHARS = " \t\r\n"
+# A JSON string token (RFC 8259): replaced by "" before the brackets are counted. Written as a run of
+# plain characters between escapes (the same strings as `"(?:[^"\\]|\\.)*"`: a backslash is only
+# ever taken with the character after it), which Java's matcher takes without a step per character.
+_STRING_TOKEN = '"[^"\\\\]*(?:\\\\.[^"\\\\]*)*"'
 _SCALAR = ('^(?:"(?:[^"\\\\]|\\\\.)*"|-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?'
            '|true|false|null)$')
 MS_PER_DAY = 86_400_000
@@ -31,8 +36,14 @@ def strip_bom(raw: Column) -> Column:
     return F.regexp_replace(raw, "^\ufeff", "")
 
 
+def _trim_json_space(line: Column) -> Column:
+    """The line without JSON whitespace (RFC 8259: space, tab, CR, LF) at either end."""
+    return F.btrim(line, F.lit(_JSON_SPACE_CHARS))
+
+
 def is_blank(line: Column) -> Column:
-    return F.regexp_replace(line, f"{JSON_SPACE}+", "") == ""
+    """The line holds JSON whitespace only (or nothing)."""
+    return _trim_json_space(line) == ""
 
 
 # The parts of a line `_one_value` reads, each a column of its own (see `line_parts`).
@@ -44,9 +55,9 @@ def line_parts(line: Column) -> list[tuple[str, Column]]:
     before, so each is best projected on its own, after it (a part read by several branches of a
     CASE WHEN is otherwise computed again for each): the line trimmed of JSON whitespace, with
     every string token replaced by "", and its brackets alone."""
-    return [(TRIMMED, F.regexp_replace(line, f"^{JSON_SPACE}+|{JSON_SPACE}+$", "")),
+    return [(TRIMMED, _trim_json_space(line)),
             (STRIPPED, F.regexp_replace(F.col(TRIMMED), _STRING_TOKEN, '""')),
-            (BRACKETS, F.regexp_replace(F.col(STRIPPED), "[^\\[\\]{}]", ""))]
+            (BRACKETS, F.regexp_replace(F.col(STRIPPED), "[^\\[\\]{}]+", ""))]
 
 
 def _one_value() -> Column:
