@@ -91,22 +91,28 @@ def quarantined_text(raw: Column) -> Column:
 
 
 JsonValue = Callable[[str], Column]
+# A field's text from its JSON kind (best the kind's own column: see `json_field`).
+TextOf = Callable[[Column], Column]
 
 
-def json_field(parsed: Column, name: str) -> tuple[Column, Column, JsonValue]:
-    """(kind, text, value) of field `name` of a parsed line: its JSON kind (`schema_of_variant`:
-    STRING, BIGINT, DECIMAL(p,s), DOUBLE, BOOLEAN, VOID for null, OBJECT<..>, ARRAY<..>; null when
-    absent), its text when it is a string, and a getter of its value as a Spark type."""
+def json_field(parsed: Column, name: str) -> tuple[Column, TextOf, JsonValue]:
+    """(kind, text of kind, value) of field `name` of a parsed line: its JSON kind
+    (`schema_of_variant`: STRING, BIGINT, DECIMAL(p,s), DOUBLE, BOOLEAN, VOID for null, OBJECT<..>,
+    ARRAY<..>; null when absent), its text given its kind (the string when the kind is STRING: given
+    the kind's projected column, the kind is not computed again for it) and a getter of its value
+    as a Spark type."""
     path = f"$.{name}"
-    value = F.try_variant_get(parsed, path, "variant")
-    kind = F.schema_of_variant(value)
-    text = F.when(kind == "STRING", F.try_variant_get(parsed, path, "string"))
+    kind = F.schema_of_variant(F.try_variant_get(parsed, path, "variant"))
+
+    def text(kind: Column) -> Column:
+        return F.when(kind == "STRING", F.try_variant_get(parsed, path, "string"))
+
     return kind, text, lambda spark_type: F.try_variant_get(parsed, path, spark_type)
 
 
-def text_field(text: Column) -> tuple[Column, Column, JsonValue | None]:
-    """(kind, text, None) of a field read as text (CSV, a Parquet column of another type)."""
-    return F.when(text.isNotNull(), F.lit("STRING")), text, None
+def text_field(text: Column) -> tuple[Column, TextOf, JsonValue | None]:
+    """(kind, text of kind, None) of a field read as text (CSV, a Parquet column of another type)."""
+    return F.when(text.isNotNull(), F.lit("STRING")), lambda _kind: text, None
 
 
 def _iso_millis(text: Column) -> Column:

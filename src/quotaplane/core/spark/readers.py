@@ -229,20 +229,21 @@ def validate(schema: RecordSchema, raw: DataFrame) -> DataFrame:
     `_reason`: the line's problem, else the first field problem, else the first row rule the row
     breaks, else null.
 
-    A parsed field's kind and text, then its typed value, are each a column of their own, projected
-    before the expressions that read them: each is read by many of the typing and problem
-    expressions, mostly inside the branches of a CASE WHEN, where Spark's subexpression elimination
-    does not reach, and would otherwise be computed again for each (half the time of checking a
-    JSON Lines input)."""
+    A parsed field's kind, then its text (read from the kind's column), then its typed value, are
+    each a column of their own, projected before the expressions that read them: each is read by
+    many of the typing and problem expressions, mostly inside the branches of a CASE WHEN, where
+    Spark's subexpression elimination does not reach, and would otherwise be computed again for each
+    (half the time of checking a JSON Lines input)."""
     dtypes = {f.name: f.dataType for f in raw.schema.fields}
-    sources: dict[str, tuple[int, Column, Column, SF.JsonValue | None]] = {}
+    sources: dict[str, tuple[int, Column, SF.TextOf, SF.JsonValue | None]] = {}
     for i, f in enumerate(schema.fields):
         if PARSED in raw.columns:
             sources[f.name] = (i, *SF.json_field(F.col(PARSED), f.name))
         elif not _is_native(f, dtypes.get(f.name)):
             sources[f.name] = (i, *SF.text_field(F.col(f.name)))
-    staged = raw.select("*", *[c for i, kind, text, _ in sources.values()
-                               for c in (kind.alias(f"_kind{i}"), text.alias(f"_text{i}"))])
+    staged = raw.select("*", *[kind.alias(f"_kind{i}") for i, kind, _, _ in sources.values()])
+    staged = staged.select("*", *[text_of(F.col(f"_kind{i}")).alias(f"_text{i}")
+                                  for i, _, text_of, _ in sources.values()])
     fields = {name: (F.col(f"_kind{i}"), F.col(f"_text{i}"), value)
               for name, (i, _, _, value) in sources.items()}
     staged = staged.select("*", *[SF.typed_value(f, *fields[f.name]).alias(f"_typed{i}")
