@@ -20,8 +20,8 @@ from quotaplane.core import fields as R
 from quotaplane.core.records import Field
 
 JSON_SPACE = "[ \\t\\r\\n]"
-# The same four characters, as `btrim` takes them: trimming them is a scan of the line's ends,
-# where the regular expression it replaces took a match and a copy of the whole line.
+# The same four characters, as `btrim` takes them: it reads only the line's ends (a regular
+# expression would match and copy the whole line).
 _JSON_SPACE_CHARS = " \t\r\n"
 # A JSON string token (RFC 8259): replaced by "" before the brackets are counted. Written as a run of
 # plain characters between escapes (the same strings as `"(?:[^"\\]|\\.)*"`: a backslash is only
@@ -104,8 +104,8 @@ def json_field(parsed: Column, name: str) -> tuple[Column, TextOf, JsonValue]:
     path = f"$.{name}"
     kind = F.schema_of_variant(F.try_variant_get(parsed, path, "variant"))
 
-    def text(kind: Column) -> Column:
-        return F.when(kind == "STRING", F.try_variant_get(parsed, path, "string"))
+    def text(kind_column: Column) -> Column:
+        return F.when(kind_column == "STRING", F.try_variant_get(parsed, path, "string"))
 
     return kind, text, lambda spark_type: F.try_variant_get(parsed, path, spark_type)
 
