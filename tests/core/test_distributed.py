@@ -10,6 +10,9 @@ alike too.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +22,7 @@ from quotaplane.core.runner import run_pipeline
 from quotaplane.core.spark.expressions import THRESHOLD
 from quotaplane.registry import POLICIES
 from quotaplane.run_command import bundled_example
-from tests.support.cluster import start_connect_server, start_standalone
+from tests.support.cluster import _master_address, start_connect_server, start_standalone
 from tests.support.cluster_check import decision_tables, differences, main, run_cli
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -81,3 +84,22 @@ def test_the_check_script_reports_a_failing_run(monkeypatch, capsys) -> None:
     monkeypatch.setattr("tests.support.cluster_check.run_cli", fail)
     assert main(["standalone"]) == 2
     assert "boom" in capsys.readouterr().err
+
+
+def test_the_workers_are_given_the_address_the_master_bound(tmp_path: Path) -> None:
+    # the master binds ports of its own choosing (port 0) and logs them: a port picked before it
+    # starts can be taken meanwhile, and it would move to the next while the workers knock at the first
+    log = tmp_path / "master.log"
+    log.write_text("INFO Master: Starting Spark master at spark://127.0.0.1:40444\n"
+                   "INFO MasterWebUI: Bound MasterWebUI to 127.0.0.1, and started at http://localhost:40221\n")
+    up = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert _master_address(up, log, time.monotonic() + 10) == ("spark://127.0.0.1:40444", 40221)
+    finally:
+        up.kill()
+        up.wait()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    log.write_text("INFO Master: Starting Spark master at spark://127.0.0.1:40444\n")
+    with pytest.raises(RuntimeError, match="the Spark master did not start"):
+        _master_address(gone, log, time.monotonic() + 10)

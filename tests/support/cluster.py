@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -89,30 +90,50 @@ def _alive_workers(ui_port: int) -> int:
         return 0
 
 
+def _master_address(master: subprocess.Popen[bytes], log: Path, deadline: float) -> tuple[str, int]:
+    """The URL and web UI port the master bound (it logs both once it is up)."""
+    while time.monotonic() < deadline and master.poll() is None:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        url = re.search(r"Starting Spark master at (spark://\S+)", text)
+        ui = re.search(r"Bound MasterWebUI to \S+ and started at http://\S+?:(\d+)", text)
+        if url and ui:
+            return url.group(1), int(ui.group(1))
+        time.sleep(0.2)
+    raise RuntimeError(f"the Spark master did not start; see {log}")
+
+
 def start_standalone(workers: int = 2, cores: int = 1, memory: str = "1g",
                      work_dir: Path | None = None, timeout: float = 90.0) -> LocalCluster:
-    """Start a master and `workers` workers on loopback; return once all workers registered."""
+    """Start a master and `workers` workers on loopback; return once all workers registered.
+
+    Every process binds free ports itself (port 0) and the workers are given the address the master
+    logged: a port picked here could be taken before the master binds it, and the master would then
+    move to the next one while the workers knock at the first."""
     work = work_dir or Path(tempfile.mkdtemp(prefix="quotaplane-standalone-"))
     work.mkdir(parents=True, exist_ok=True)
     env = _env(work / "logs")
-    port, ui_port = free_port(), free_port()
-    cluster = LocalCluster(url=f"spark://{HOST}:{port}", work_dir=work, ui_port=ui_port)
+    deadline = time.monotonic() + timeout
+    cluster = LocalCluster(url="", work_dir=work)
     cluster.processes.append(_spawn(
-        ["org.apache.spark.deploy.master.Master", "--host", HOST, "--port", str(port),
-         "--webui-port", str(ui_port)], work / "master.log", env))
+        ["org.apache.spark.deploy.master.Master", "--host", HOST, "--port", "0", "--webui-port", "0"],
+        work / "master.log", env))
+    try:
+        cluster.url, cluster.ui_port = _master_address(cluster.processes[0], work / "master.log", deadline)
+    except RuntimeError:
+        cluster.stop()
+        raise
     for i in range(workers):
         worker_dir = work / f"worker-{i}"
         worker_dir.mkdir(exist_ok=True)
         cluster.processes.append(_spawn(
             ["org.apache.spark.deploy.worker.Worker", "--host", HOST, "--cores", str(cores),
-             "--memory", memory, "--webui-port", str(free_port()), "--work-dir", str(worker_dir),
+             "--memory", memory, "--webui-port", "0", "--work-dir", str(worker_dir),
              cluster.url], work / f"worker-{i}.log", env))
-    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if any(p.poll() is not None for p in cluster.processes):
             cluster.stop()
             raise RuntimeError(f"a Spark process exited during start-up; see logs in {work}")
-        if _alive_workers(ui_port) >= workers:
+        if _alive_workers(cluster.ui_port) >= workers:
             return cluster
         time.sleep(0.5)
     cluster.stop()
