@@ -19,10 +19,6 @@ from pyspark.sql import functions as F
 from quotaplane.core import fields as R
 from quotaplane.core.records import Field
 
-JSON_SPACE = "[ \\t\\r\\n]"
-# The same four characters, as `btrim` takes them: it reads only the line's ends (a regular
-# expression would match and copy the whole line).
-_JSON_SPACE_CHARS = " \t\r\n"
 # A JSON string token (RFC 8259): replaced by "" before the brackets are counted. Written as a run of
 # plain characters between escapes (the same strings as `"(?:[^"\\]|\\.)*"`: a backslash is only
 # ever taken with the character after it), which Java's matcher takes without a step per character.
@@ -37,8 +33,9 @@ def strip_bom(raw: Column) -> Column:
 
 
 def _trim_json_space(line: Column) -> Column:
-    """The line without JSON whitespace (RFC 8259: space, tab, CR, LF) at either end."""
-    return F.btrim(line, F.lit(_JSON_SPACE_CHARS))
+    """The line without JSON whitespace (`fields.JSON_SPACES`) at either end: `btrim` reads only
+    the line's ends, where a regular expression would match and copy the whole line."""
+    return F.btrim(line, F.lit(R.JSON_SPACES))
 
 
 def is_blank(line: Column) -> Column:
@@ -76,12 +73,12 @@ def _one_value() -> Column:
     return F.when(stripped.rlike("^[\\[{]"), structured).otherwise(trimmed.rlike(_SCALAR))
 
 
-def line_reason(raw: Column, line: Column, parsed: Column) -> Column:
-    """Why a (non-blank) line is quarantined as a whole, or null; reads the `line_parts` columns."""
-    object_start = F.regexp_replace(line, f"^{JSON_SPACE}+", "").startswith("{")
+def line_reason(raw: Column, parsed: Column) -> Column:
+    """Why a (non-blank) line is quarantined as a whole, or null; reads the `line_parts` columns
+    (a non-blank line starts where its trimmed form does)."""
     return (F.when(~F.is_valid_utf8(raw), F.lit(R.NOT_UTF8))
             .when(parsed.isNull() | ~_one_value(), F.lit(R.UNPARSABLE))
-            .when(~object_start, F.lit(R.NOT_OBJECT)))
+            .when(~F.col(TRIMMED).startswith("{"), F.lit(R.NOT_OBJECT)))
 
 
 def quarantined_text(raw: Column) -> Column:

@@ -200,7 +200,7 @@ def json_lines(text: DataFrame, *keep: str) -> DataFrame:
     for name, part in [(PARSED, F.try_parse_json(F.col("_line"))), *SF.line_parts(F.col("_line"))]:
         lines = lines.select("*", part.alias(name))
     return lines.select(SF.quarantined_text(F.col("value")).alias("_row"),
-                        SF.line_reason(F.col("value"), F.col("_line"), F.col(PARSED)).alias(LINE_REASON),
+                        SF.line_reason(F.col("value"), F.col(PARSED)).alias(LINE_REASON),
                         F.col(PARSED), *keep)
 
 
