@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from quotaplane.core.errors import InputError
 from quotaplane.core.records import Field, RecordSchema, Rule
 from quotaplane.core.spark.readers import check_once, read_telemetry
+from tests.support.plans import operators, plan_text
 
 SCHEMA = RecordSchema(
     name="sample",
@@ -78,6 +79,28 @@ def test_check_once_aggregates_the_used_rows_in_its_counting_scan(spark, tmp_pat
     none_used = check_once(read_telemetry(spark, SCHEMA, str(path)), None, over_used={"last": (F.max, "ts")})
     assert none_used.aggregates == {"last": None} and check_once(
         read_telemetry(spark, SCHEMA, str(path)), None).aggregates == {}
+
+
+@pytest.mark.spark
+def test_used_rows_are_not_checked_again_when_nothing_was_quarantined(spark, tmp_path: Path) -> None:
+    rows = [(1000, 1, 2.0, "a"), (2000, 2, 0.0, None)]
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    spark.createDataFrame(rows, "ts long, broker_id long, size double, name string").write.parquet(str(good))
+    spark.createDataFrame([*rows, (3000, 3, -1.0, "c")], "ts long, broker_id long, size double, name string"
+                          ).write.parquet(str(bad))
+
+    def used(path: Path) -> tuple[list[tuple], int, str]:
+        checked = check_once(read_telemetry(spark, SCHEMA, str(path)), None)
+        rows = sorted(tuple(r) for r in checked.used.collect())
+        return rows, operators(checked.used)["Filter"], plan_text(checked.used)
+
+    all_used, filters, plan = used(good)
+    assert all_used == sorted(rows)
+    # the rule (and the required fields' checks) are not in the plan: no filter, no reason
+    assert filters == 0 and "must not be negative" not in plan and "missing" not in plan
+    some_used, filters, plan = used(bad)
+    assert some_used == sorted(rows)
+    assert filters == 1 and "must not be negative" in plan
 
 
 @pytest.mark.spark

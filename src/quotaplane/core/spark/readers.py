@@ -296,7 +296,13 @@ class CheckedInput:
 
     @property
     def used(self) -> DataFrame:
-        """The used rows: the schema's fields (and `FILE_ID`, `POSITION` if read)."""
+        """The used rows: the schema's fields (and `FILE_ID`, `POSITION` if read).
+
+        When the counting scan quarantined no row, every row is used: a later scan of the same
+        files types the fields without checking the rules again (their regular expressions are
+        most of a Parquet input's check)."""
+        if self.counts.quarantined == 0:
+            return self.rows.drop(REASON)
         return self.rows.where(used_row()).drop(REASON)
 
     def release(self) -> None:
