@@ -604,9 +604,16 @@ class _Stalls:
         prev = np.full(n, -1, dtype=np.int64)
         prev[by_pair[same]] = by_pair[np.flatnonzero(same) - 1]
         self.levels = []
+        keys = index * (n + 1) + prev + 1  # level 0, blocks of one event: in order already
         k = 0
         while (1 << k) <= n:
-            self.levels.append(np.sort((index >> k) * (n + 1) + prev + 1))
+            if k:
+                # a block of level k is two blocks of level k - 1, each sorted: a stable sort (a
+                # merge of runs) puts them together in linear time, where a sort from scratch
+                # would cost n log n per level
+                block, value = np.divmod(keys, n + 1)
+                keys = np.sort((block >> 1) * (n + 1) + value, kind="stable")
+            self.levels.append(keys)
             k += 1
 
     def _first_occurrences(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
