@@ -26,6 +26,7 @@ from pyspark.sql import types as T
 
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.readers import check_once, read_telemetry
+from quotaplane.core.spark.side_by_side import side_by_side
 from quotaplane.topics.config import TopicQuotaConfig, change_error
 from quotaplane.topics.engine.decision import DECISIONS
 from quotaplane.topics.engine.evaluate import MeterSnapshot
@@ -84,16 +85,21 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
         observed, observation = observe_meters(rows)
         _write(decisions(observed), out / "topic_decisions")
         meter_rows = observed_meters(observation)
-        _write(meter_table(ctx.spark, meter_rows, meters(rows).schema), out / "topic_meters")
-        decided_schema = decisions(rows).schema
+        meter_schema, decided_schema = meters(rows).schema, decisions(rows).schema
         checked.release()
     # read back as written (every column nullable, as the tables derived from it have always been)
     decided = ctx.spark.read.schema(decided_schema).parquet(str(out / "topic_decisions"))
-    with ctx.progress.step("topics: intervals and dropped-request log"):
+    with ctx.progress.step("topics: meters, intervals and dropped-request log"):
         intervals_path = out / "topic_intervals"
         intervals = decided.transform(topic_intervals(config.interval_ms))
-        _write(intervals, intervals_path)
-        _write(decided.transform(dropped_log(config.message_max_bytes)), out / "topic_dropped")
+
+        def from_decisions() -> None:
+            _write(intervals, intervals_path)
+            _write(decided.transform(dropped_log(config.message_max_bytes)), out / "topic_dropped")
+
+        # the meters are a small table from the driver: written while the decisions are scanned
+        side_by_side(from_decisions,
+                     lambda: _write(meter_table(ctx.spark, meter_rows, meter_schema), out / "topic_meters"))
         intervals = ctx.spark.read.schema(intervals.schema).parquet(str(intervals_path))
     with ctx.progress.step("topics: metrics and report"):
         totals = broker_topic_totals(decided)
