@@ -91,8 +91,8 @@ def test_used_rows_are_not_checked_again_when_nothing_was_quarantined(spark, tmp
 
     def used(path: Path) -> tuple[list[tuple], int, str]:
         checked = check_once(read_telemetry(spark, SCHEMA, str(path)), None)
-        rows = sorted(tuple(r) for r in checked.used.collect())
-        return rows, operators(checked.used)["Filter"], plan_text(checked.used)
+        got = sorted(tuple(r) for r in checked.used.collect())
+        return got, operators(checked.used)["Filter"], plan_text(checked.used)
 
     all_used, filters, plan = used(good)
     assert all_used == sorted(rows)
