@@ -19,11 +19,12 @@ from pyspark.sql import functions as F
 from quotaplane.core import fields as R
 from quotaplane.core.records import Field
 
-# A JSON string token (RFC 8259): replaced by "" before the brackets are counted. Written as a run of
-# plain characters between escapes (the same strings as `"(?:[^"\\]|\\.)*"`: a backslash is only
-# ever taken with the character after it), which Java's matcher takes without a step per character.
+# A JSON string token (RFC 8259): replaced by "" before the brackets are counted, and one of the
+# scalars a whole line may be. Written as a run of plain characters between escapes (the same strings
+# as `"(?:[^"\\]|\\.)*"`: a backslash is only ever taken with the character after it), which Java's
+# matcher takes without a step per character.
 _STRING_TOKEN = '"[^"\\\\]*(?:\\\\.[^"\\\\]*)*"'
-_SCALAR = ('^(?:"(?:[^"\\\\]|\\\\.)*"|-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?'
+_SCALAR = (f'^(?:{_STRING_TOKEN}|-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?'
            '|true|false|null)$')
 MS_PER_DAY = 86_400_000
 
