@@ -87,8 +87,7 @@ def evaluate_broker(ts: np.ndarray, topic: np.ndarray, size: np.ndarray, topic_t
     size = size.astype(np.int64, copy=False)
     error = size > message_max_bytes
     total = float(total_threshold)
-    created = np.full(n_topics, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(created, topic, ts)
+    created = _first_times(ts, topic.astype(np.int64, copy=False), n_topics)
     origin = int(ts[0]) if n else as_of_ms
     last_window = (as_of_ms - origin) // TICK_MS
 
@@ -101,29 +100,29 @@ def evaluate_broker(ts: np.ndarray, topic: np.ndarray, size: np.ndarray, topic_t
     born = (created[order] - origin) // TICK_MS  # the window of each topic's creation, ascending
     t = rank[topic.astype(np.int64, copy=False)]
 
-    # Requests regrouped by part: a window's requests before their topic's tick, then those at or
-    # after it (stable: time order within a part). `perm[j]` is the request at position j.
-    window_of = (ts - origin) // TICK_MS
+    # Requests regrouped by part (a window's requests before their topic's tick, then those at or
+    # after it) and by topic within a part: a part is a slice, and so are its requests of one topic.
+    # `perm[j]` is the request at position j. A part's requests are judged independently of each
+    # other, so their order within it does not matter.
+    window_of = (ts - origin) // TICK_MS  # ascending, like `ts`
     after = (ts - origin - window_of * TICK_MS) >= phase[t]
-    part = 2 * window_of + after
-    perm = np.argsort(part, kind="stable")
-    part, t, size = part[perm], t[perm], size[perm]
+    accepted_size, error_size = np.where(error, 0, size), np.where(error, size, 0)
+    part_topic = (2 * window_of + after) * n_topics + t
+    perm = np.argsort(part_topic)
+    part_topic, t, size = part_topic[perm], t[perm], size[perm]
+    part = part_topic // n_topics
     thr = topic_threshold[perm].astype(np.float64)  # Java compares double > long as double > (double) long
     error = error[perm]
-    busy_window, window_index = np.unique(window_of, return_inverse=True)
+    window_start = _run_starts(window_of)
+    busy_window = window_of[window_start]
+    window_index = np.repeat(np.arange(len(window_start)), np.diff(np.r_[window_start, n]))
     lo, mid, hi = (np.searchsorted(part, 2 * busy_window + i).tolist() for i in range(3))
     # Marks per part and topic, as if no request were throttled (accepted, or error).
-    key, inverse = np.unique(part * n_topics + t, return_inverse=True)
-    u_part, u_topic = key // n_topics, key % n_topics
-    u_accepted = np.zeros(len(key), dtype=np.int64)
-    u_error = np.zeros(len(key), dtype=np.int64)
-    np.add.at(u_accepted, inverse, np.where(error, 0, size))
-    np.add.at(u_error, inverse, np.where(error, size, 0))
+    u_start = _run_starts(part_topic)
+    u_part, u_topic = part[u_start], t[u_start]
+    u_accepted, u_error = _run_sums(accepted_size[perm], u_start), _run_sums(error_size[perm], u_start)
     u_lo, u_mid, u_hi = (np.searchsorted(u_part, 2 * busy_window + i).tolist() for i in range(3))
-    w_accepted = np.zeros(len(busy_window), dtype=np.int64)
-    w_error = np.zeros(len(busy_window), dtype=np.int64)
-    np.add.at(w_accepted, window_index[perm], np.where(error, 0, size))
-    np.add.at(w_error, window_index[perm], np.where(error, size, 0))
+    w_accepted, w_error = _run_sums(accepted_size, window_start), _run_sums(error_size, window_start)
 
     decision = np.where(error, ERROR, ACCEPTED).astype(np.int8)
     seen = np.zeros(n)  # the topic rate each request saw, per nanosecond
@@ -145,7 +144,7 @@ def evaluate_broker(ts: np.ndarray, topic: np.ndarray, size: np.ndarray, topic_t
         """Judge and mark the requests [a, b) of busy window i; the bytes throttled."""
         if a == b:
             return 0
-        np.take(rate_in, t[a:b], out=seen[a:b])
+        rate_in.take(t[a:b], out=seen[a:b])
         u_codes = u_topic[ua:ub]
         marked_in[u_codes] += u_accepted[ua:ub]
         if has_error[i]:
@@ -167,10 +166,13 @@ def evaluate_broker(ts: np.ndarray, topic: np.ndarray, size: np.ndarray, topic_t
         start = origin + k * TICK_MS
         busy = p < len(windows) and windows[p] == k
         if k >= 1:  # 1. broker tick at `start`
+            r0, r1, r2 = b_rate
+            c0, c1, c2 = b_pending
             if b_initialized:
-                b_rate = [r + M1_ALPHA * (c / TICK_NANOS - r) for r, c in zip(b_rate, b_pending, strict=True)]
+                b_rate = [r0 + M1_ALPHA * (c0 / TICK_NANOS - r0), r1 + M1_ALPHA * (c1 / TICK_NANOS - r1),
+                          r2 + M1_ALPHA * (c2 / TICK_NANOS - r2)]
             else:
-                b_rate = [c / TICK_NANOS for c in b_pending]
+                b_rate = [c0 / TICK_NANOS, c1 / TICK_NANOS, c2 / TICK_NANOS]
                 b_initialized = True
             b_pending = (0, 0, 0)
         broker_rate = b_rate[ACCEPTED] * NANOS_PER_SECOND
@@ -223,6 +225,30 @@ def evaluate_broker(ts: np.ndarray, topic: np.ndarray, size: np.ndarray, topic_t
     return BrokerResult(out_decision, total_rate, topic_rate, created, topic_count,
                         rate[:, rank] * NANOS_PER_SECOND, topic_count.sum(axis=1),
                         np.array(b_rate) * NANOS_PER_SECOND)
+
+
+def _first_times(ts: np.ndarray, topic: np.ndarray, n_topics: int) -> np.ndarray:
+    """Each topic's first request time (`ts` ascending). Codes numbered in order of first appearance
+    (as `pd.factorize(sort=False)` numbers them) are found in one pass; others by a minimum per code."""
+    if len(topic):
+        new = topic > np.maximum.accumulate(np.r_[-1, topic[:-1]])
+        if np.count_nonzero(new) == n_topics:
+            return ts[new]
+    created = np.full(n_topics, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(created, topic, ts)
+    return created
+
+
+def _run_starts(values: np.ndarray) -> np.ndarray:
+    """Where each run of equal values in `values` (sorted) starts."""
+    if not len(values):
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+
+
+def _run_sums(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The exact (int64) sum of each run of `values` that `starts` begin."""
+    return np.add.reduceat(values, starts) if len(starts) else np.zeros(0, dtype=values.dtype)
 
 
 def _decay(broker: np.ndarray, topics: np.ndarray, ticks: int) -> tuple[np.ndarray, np.ndarray]:
