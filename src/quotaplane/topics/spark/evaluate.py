@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from quotaplane.core.ordering import nulls_first
+from quotaplane.core.spark.session import shuffle_partitions
 from quotaplane.topics.config import TopicQuotaConfig
 from quotaplane.topics.engine.broker_thresholds import broker_thresholds
 from quotaplane.topics.engine.decision import (
@@ -77,7 +78,11 @@ def judge_brokers(config: TopicQuotaConfig, as_of_ms: int) -> Callable[[DataFram
         return _judge_group(pdf, config, schedule, as_of_ms)
 
     def transform(rows: DataFrame) -> DataFrame:
-        return rows.select(*INPUT_COLUMNS).groupBy("broker_id").applyInPandas(group, _ROW)
+        # as many partitions as the session's shuffles have, none merged by adaptive execution: a
+        # few merged partitions of unequal size leave a core idle while the largest one finishes
+        partitions = shuffle_partitions(rows.sparkSession)
+        return (rows.select(*INPUT_COLUMNS).repartition(partitions, "broker_id")
+                .groupBy("broker_id").applyInPandas(group, _ROW))
 
     return transform
 
