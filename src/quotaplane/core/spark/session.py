@@ -40,6 +40,14 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.executor.extraJavaOptions": f"-Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}",
 }
 
+# Spark splits a file scan into about one task per task slot, counting 4 MB for opening each file
+# (`spark.sql.files.openCostInBytes`): a file of three Parquet row groups was read as one task of two
+# row groups beside one of the third, a core idle while the first finished. Several splits per slot
+# let the tasks even out; a split stays at least `openCostInBytes` (docs/performance.md, "Scans split
+# finer").
+MIN_FILE_SPLITS = "spark.sql.files.minPartitionNum"
+SPLITS_PER_SLOT = 4
+
 
 def _use_this_interpreter() -> None:
     """Make Spark's Python workers run the interpreter that runs quotaplane (the venv's)."""
@@ -87,6 +95,7 @@ def build_session(
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    split_scans(session)
     if not session.sparkContext.master.startswith("local"):
         session.sparkContext.addPyFile(str(package_zip()))
     return session
@@ -104,6 +113,14 @@ def task_slots(spark: Any) -> int | None:
     """The tasks a classic session's cluster runs at once (its default parallelism); None on Spark
     Connect, whose client does not see the cluster."""
     return spark.sparkContext.defaultParallelism if isinstance(spark, SparkSession) else None
+
+
+def split_scans(spark: Any) -> None:
+    """Have file scans split into `SPLITS_PER_SLOT` tasks per task slot at least, unless the session
+    sets `spark.sql.files.minPartitionNum` itself (or does not see its cluster: Spark Connect)."""
+    slots = task_slots(spark)
+    if slots is not None and spark.conf.get(MIN_FILE_SPLITS, None) is None:
+        spark.conf.set(MIN_FILE_SPLITS, str(SPLITS_PER_SLOT * slots))
 
 
 @contextmanager
