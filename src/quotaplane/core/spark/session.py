@@ -43,8 +43,8 @@ DEFAULT_CONF: dict[str, str] = {
 # Spark splits a file scan into about one task per task slot, counting 4 MB for opening each file
 # (`spark.sql.files.openCostInBytes`): a file of three Parquet row groups was read as one task of two
 # row groups beside one of the third, a core idle while the first finished. Several splits per slot
-# let the tasks even out; a split stays at least `openCostInBytes` (docs/performance.md, "Scans split
-# finer").
+# let the tasks even out; a split stays at least `openCostInBytes` (docs/performance.md,
+# "Scans split finer, the topic groups unmerged, the topic kernel's setup").
 MIN_FILE_SPLITS = "spark.sql.files.minPartitionNum"
 SPLITS_PER_SLOT = 4
 
