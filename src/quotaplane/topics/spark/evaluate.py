@@ -28,7 +28,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from quotaplane.core.ordering import nulls_first
-from quotaplane.core.spark.session import shuffle_partitions
 from quotaplane.topics.config import TopicQuotaConfig
 from quotaplane.topics.engine.broker_thresholds import broker_thresholds
 from quotaplane.topics.engine.decision import (
@@ -79,8 +78,10 @@ def judge_brokers(config: TopicQuotaConfig, as_of_ms: int) -> Callable[[DataFram
 
     def transform(rows: DataFrame) -> DataFrame:
         # as many partitions as the session's shuffles have, none merged by adaptive execution: a
-        # few merged partitions of unequal size leave a core idle while the largest one finishes
-        partitions = shuffle_partitions(rows.sparkSession)
+        # few merged partitions of unequal size leave a core idle while the largest one finishes.
+        # (Read here, not through `quotaplane.core.spark.session`: the Python workers import this
+        # module, and that one is the driver's.)
+        partitions = int(rows.sparkSession.conf.get("spark.sql.shuffle.partitions"))
         return (rows.select(*INPUT_COLUMNS).repartition(partitions, "broker_id")
                 .groupBy("broker_id").applyInPandas(group, _ROW))
 
