@@ -68,6 +68,10 @@ def fleets(draw: Any, brokers: int) -> tuple[TopicQuotaConfig, list[TopicRequest
     return config, draw(st.permutations(requests))
 
 
+# the partitions of the brokers' groups, as many as the test session's shuffles have
+PARTITIONS = 2
+
+
 def request_frame(spark: Any, requests: Sequence[TopicRequest]) -> Any:
     """The requests as a Spark DataFrame of the `topic_requests` schema."""
     from quotaplane.core.spark.schemas import spark_schema

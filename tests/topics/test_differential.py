@@ -21,7 +21,7 @@ from quotaplane.topics.engine.evaluate import TopicRequest, evaluate
 from quotaplane.topics.spark.evaluate import decisions, evaluate_requests, meters
 from quotaplane.topics.spark.intervals import dropped_log, topic_intervals
 from tests.support.differential import Engines, assert_engines_agree
-from tests.topics.strategies import fleets, request_frame
+from tests.topics.strategies import PARTITIONS, fleets, request_frame
 
 DECISION_KEYS = ("ts_ms", "broker_id", "topic", "bytes", "decision", "reason", "total_rate", "topic_rate",
                  "total_threshold", "topic_threshold", "threshold_source")
@@ -41,7 +41,7 @@ def reference_tables(run: Run, requests: Sequence[TopicRequest]) -> dict[str, li
 def spark_tables(spark: Any, run: Run, requests: Sequence[TopicRequest]) -> Generator[dict[str, Any]]:
     config, as_of_ms = run
     as_of_ms = max(r.ts_ms for r in requests) if as_of_ms is None else as_of_ms
-    rows = request_frame(spark, requests).transform(evaluate_requests(config, as_of_ms)).cache()
+    rows = request_frame(spark, requests).transform(evaluate_requests(config, as_of_ms, PARTITIONS)).cache()
     decided = rows.transform(decisions)
     try:
         yield {"decisions": decided, "meters": rows.transform(meters),

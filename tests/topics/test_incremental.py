@@ -168,10 +168,10 @@ _KINDS = {"LongType": "long", "IntegerType": "int", "DoubleType": "double", "Str
 @pytest.mark.spark
 def test_declared_columns_are_the_batch_table_schema(spark) -> None:
     from quotaplane.topics.spark.evaluate import decisions, evaluate_requests
-    from tests.topics.strategies import request_frame
+    from tests.topics.strategies import PARTITIONS, request_frame
 
     frame = request_frame(spark, [TopicRequest(0, 1, "a", 10), TopicRequest(5000, 1, "b", 6000)])
-    schema = frame.transform(evaluate_requests(CONFIG, 5000)).transform(decisions).schema
+    schema = frame.transform(evaluate_requests(CONFIG, 5000, PARTITIONS)).transform(decisions).schema
     assert [(f.name, _KINDS[type(f.dataType).__name__]) for f in schema.fields] == [
         (c.name, c.kind) for c in DECISIONS_TABLE.columns]
     assert POLICY.tables == (DECISIONS_TABLE,) and POLICY.key == ("broker_id",)

@@ -18,7 +18,7 @@ from quotaplane.topics.spark.evaluate import decisions, evaluate_requests, meter
 from quotaplane.topics.spark.intervals import dropped_log, topic_intervals
 from quotaplane.topics.spark.report_data import broker_topic_aggregate
 from tests.support.plans import PYTHON_GROUPS, SHUFFLE, SORT, SORT_AGGREGATE, WINDOW, describe, operators
-from tests.topics.strategies import request_frame
+from tests.topics.strategies import PARTITIONS, request_frame
 from tests.topics.test_spark_transforms import CONFIG, REQUESTS
 
 pytestmark = pytest.mark.spark
@@ -37,7 +37,7 @@ def used(spark, tmp_path: Path):
 
 
 def test_judging_is_one_shuffle_and_one_python_group_per_broker(used) -> None:
-    rows = used.transform(evaluate_requests(CONFIG, 9500))
+    rows = used.transform(evaluate_requests(CONFIG, 9500, PARTITIONS))
     # Exchange: the hash partitioning by broker_id of the groups; Sort: by broker_id, which
     # FlatMapGroupsInPandas requires within a partition (the group sorts by time itself, in numpy).
     # No window, no join: the thresholds are computed in the group.
@@ -48,7 +48,7 @@ def test_judging_is_one_shuffle_and_one_python_group_per_broker(used) -> None:
 
 def test_tables_from_the_decisions_are_hash_aggregates_or_filters(spark, tmp_path: Path, used) -> None:
     path = tmp_path / "topic_decisions"
-    decisions(used.transform(evaluate_requests(CONFIG, 9500))).write.parquet(str(path))
+    decisions(used.transform(evaluate_requests(CONFIG, 9500, PARTITIONS))).write.parquet(str(path))
     decided = spark.read.parquet(str(path))
     # topic_intervals: one shuffle for the (broker, topic, interval) hash aggregation, no sort
     intervals = decided.transform(topic_intervals(CONFIG.interval_ms))

@@ -22,7 +22,7 @@ from quotaplane.topics.spark.evaluate import (
 )
 from quotaplane.topics.spark.intervals import dropped_log, topic_intervals
 from tests.support.differential import assert_engines_agree
-from tests.topics.strategies import request_frame
+from tests.topics.strategies import PARTITIONS, request_frame
 from tests.topics.test_differential import ENGINES
 
 pytestmark = pytest.mark.spark
@@ -50,7 +50,8 @@ def test_schedule_tables_from_the_config() -> None:
 
 
 def test_thresholds_as_of_each_request(spark) -> None:
-    rows = request_frame(spark, REQUESTS).transform(evaluate_requests(CONFIG, 9000)).transform(decisions)
+    rows = request_frame(spark, REQUESTS).transform(evaluate_requests(CONFIG, 9000, PARTITIONS)).transform(
+        decisions)
     got = [(r.broker_id, r.ts_ms, r.topic, r.topic_threshold, r.threshold_source)
            for r in rows.orderBy("broker_id", "ts_ms", "topic").collect()]
     assert got == [
@@ -68,8 +69,8 @@ def test_thresholds_as_of_each_request(spark) -> None:
 
 def test_decisions_meters_and_aggregates_match_the_reference(spark) -> None:
     assert_engines_agree(ENGINES, spark, (CONFIG, 20_000), REQUESTS)
-    decided = request_frame(spark, REQUESTS).transform(evaluate_requests(CONFIG, 20_000)).transform(
-        decisions).cache()
+    decided = request_frame(spark, REQUESTS).transform(
+        evaluate_requests(CONFIG, 20_000, PARTITIONS)).transform(decisions).cache()
     dropped = decided.transform(dropped_log(CONFIG.message_max_bytes)).orderBy("ts_ms").collect()
     assert [(r.ts_ms, r.topic, r.decision, r.message) for r in dropped] == [
         (5000, "y", "error", "record batch of 10001 bytes exceeds message.max.bytes=10000"),
@@ -102,7 +103,7 @@ def test_read_quarantines_bad_rows_with_reasons(spark, tmp_path: Path) -> None:
 
 
 def test_the_meters_observed_while_writing_the_decisions_are_the_meter_rows(spark) -> None:
-    rows = request_frame(spark, REQUESTS).transform(evaluate_requests(CONFIG, 20_000))
+    rows = request_frame(spark, REQUESTS).transform(evaluate_requests(CONFIG, 20_000, PARTITIONS))
     observed, observation = observe_meters(rows)
     assert len(decisions(observed).collect()) == len(REQUESTS)
     got = observed_meters(observation)

@@ -84,10 +84,11 @@ def evaluate_broker(ts: np.ndarray, topic: np.ndarray, size: np.ndarray, topic_t
     """
     n = len(ts)
     ts = ts.astype(np.int64, copy=False)
+    topic = topic.astype(np.int64, copy=False)
     size = size.astype(np.int64, copy=False)
     error = size > message_max_bytes
     total = float(total_threshold)
-    created = _first_times(ts, topic.astype(np.int64, copy=False), n_topics)
+    created = _first_times(ts, topic, n_topics)
     origin = int(ts[0]) if n else as_of_ms
     last_window = (as_of_ms - origin) // TICK_MS
 
@@ -98,7 +99,7 @@ def evaluate_broker(ts: np.ndarray, topic: np.ndarray, size: np.ndarray, topic_t
     rank[order] = np.arange(n_topics)
     phase = (created[order] - origin) % TICK_MS
     born = (created[order] - origin) // TICK_MS  # the window of each topic's creation, ascending
-    t = rank[topic.astype(np.int64, copy=False)]
+    t = rank[topic]
 
     # Requests regrouped by part (a window's requests before their topic's tick, then those at or
     # after it) and by topic within a part: a part is a slice, and so are its requests of one topic.

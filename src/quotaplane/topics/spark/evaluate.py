@@ -69,29 +69,30 @@ METER_COLUMNS = tuple(f.name for f in fields(MeterSnapshot))
 _NUMPY = {T.ByteType(): np.int8, T.LongType(): np.int64, T.DoubleType(): np.float64}
 
 
-def judge_brokers(config: TopicQuotaConfig, as_of_ms: int) -> Callable[[DataFrame], DataFrame]:
-    """Requests (`INPUT_COLUMNS`) -> request and meter rows (see the module docstring)."""
+def judge_brokers(config: TopicQuotaConfig, as_of_ms: int, partitions: int
+                  ) -> Callable[[DataFrame], DataFrame]:
+    """Requests (`INPUT_COLUMNS`) -> request and meter rows (see the module docstring), the brokers'
+    groups in `partitions` partitions (the stage gives its session's shuffle partitions)."""
     schedule = ThresholdSchedule(config)
 
     def group(pdf: pd.DataFrame) -> pd.DataFrame:
         return _judge_group(pdf, config, schedule, as_of_ms)
 
     def transform(rows: DataFrame) -> DataFrame:
-        # as many partitions as the session's shuffles have, none merged by adaptive execution: a
-        # few merged partitions of unequal size leave a core idle while the largest one finishes.
-        # (Read here, not through `quotaplane.core.spark.session`: the Python workers import this
-        # module, and that one is the driver's.)
-        partitions = int(rows.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+        # a set number of partitions, which adaptive execution does not merge: a few merged
+        # partitions of unequal size leave a core idle while the largest one finishes
         return (rows.select(*INPUT_COLUMNS).repartition(partitions, "broker_id")
                 .groupBy("broker_id").applyInPandas(group, _ROW))
 
     return transform
 
 
-def evaluate_requests(config: TopicQuotaConfig, as_of_ms: int) -> Callable[[DataFrame], DataFrame]:
-    """Used requests (`TOPIC_REQUESTS` columns) -> request and meter rows; `as_of_ms` must be at
-    or after the last request (the run uses the last request's time)."""
-    return judge_brokers(config, as_of_ms)
+def evaluate_requests(config: TopicQuotaConfig, as_of_ms: int, partitions: int
+                      ) -> Callable[[DataFrame], DataFrame]:
+    """Used requests (`TOPIC_REQUESTS` columns) -> request and meter rows, in `partitions`
+    partitions; `as_of_ms` must be at or after the last request (the run uses the last request's
+    time)."""
+    return judge_brokers(config, as_of_ms, partitions)
 
 
 def _name(codes: Column, names: tuple[str | None, ...]) -> Column:

@@ -26,6 +26,7 @@ from pyspark.sql import types as T
 
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.readers import check_once, read_telemetry
+from quotaplane.core.spark.session import shuffle_partitions
 from quotaplane.core.spark.side_by_side import side_by_side
 from quotaplane.topics.config import TopicQuotaConfig, change_error
 from quotaplane.topics.engine.decision import DECISIONS
@@ -81,7 +82,7 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
     with ctx.progress.step("topics: judge requests (meters per broker)"):
         # one pass of the per-broker groups: the decisions are written, the meters (a few rows per
         # broker) observed on the way and written from the driver
-        rows = checked.used.transform(evaluate_requests(config, int(as_of)))
+        rows = checked.used.transform(evaluate_requests(config, int(as_of), shuffle_partitions(ctx.spark)))
         observed, observation = observe_meters(rows)
         _write(decisions(observed), out / "topic_decisions")
         meter_rows = observed_meters(observation)
