@@ -20,7 +20,8 @@ SHUFFLE = "Exchange"  # a shuffle of rows (hash or range partitioning); `Broadca
 SORT = "Sort"
 SORT_AGGREGATE = "SortAggregate"
 WINDOW = "Window"
-PYTHON_GROUPS = "FlatMapGroupsInPandas"
+PYTHON_GROUPS = "FlatMapGroupsInPython"  # a pass of Python group functions, pandas or Arrow
+_COUNTED_AS = {"FlatMapGroupsInPandas": PYTHON_GROUPS, "FlatMapGroupsInArrow": PYTHON_GROUPS}
 
 
 def plan_text(df: DataFrame) -> str:
@@ -30,12 +31,12 @@ def plan_text(df: DataFrame) -> str:
 
 def operators(df: DataFrame) -> Counter[str]:
     """How many times each physical operator occurs in `df`'s plan (a reused exchange counts as
-    `ReusedExchange`, not as another shuffle)."""
+    `ReusedExchange`, not as another shuffle; a pandas or Arrow group pass as `PYTHON_GROUPS`)."""
     counts: Counter[str] = Counter()
     for line in plan_text(df).splitlines():
         match = _OPERATOR.match(line)
         if match:
-            counts[match.group(1)] += 1
+            counts[_COUNTED_AS.get(match.group(1), match.group(1))] += 1
     return counts
 
 

@@ -1,6 +1,6 @@
 """The physical plans of the topics stage's main tables: how many shuffles, sorts and Python groups.
 
-The stage reads the requests (Parquet, not cached), judges them in ONE `applyInPandas` pass per
+The stage reads the requests (Parquet, not cached), judges them in ONE `applyInArrow` pass per
 broker (thresholds and meters inside the group, no window), and derives every other table from the
 written decisions with hash aggregations. A change that adds a pass over the rows fails here.
 """
@@ -39,7 +39,7 @@ def used(spark, tmp_path: Path):
 def test_judging_is_one_shuffle_and_one_python_group_per_broker(used) -> None:
     rows = used.transform(evaluate_requests(CONFIG, 9500, PARTITIONS))
     # Exchange: the hash partitioning by broker_id of the groups; Sort: by broker_id, which
-    # FlatMapGroupsInPandas requires within a partition (the group sorts by time itself, in numpy).
+    # FlatMapGroupsInArrow requires within a partition (the group sorts by time itself, in numpy).
     # No window, no join: the thresholds are computed in the group.
     observed, _ = observe_meters(rows)  # the stage writes these; the meters are observed on the way
     for table in (rows, decisions(rows), meters(rows), decisions(observed)):

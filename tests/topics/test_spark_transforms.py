@@ -113,3 +113,23 @@ def test_the_meters_observed_while_writing_the_decisions_are_the_meter_rows(spar
     assert meters(rows).columns == list(METER_COLUMNS)
     written = meter_table(spark, got, meters(rows).schema)
     assert [MeterSnapshot(**r.asDict()) for r in written.collect()] == got  # each column from its field
+
+
+def test_the_groups_return_topics_in_the_string_type_spark_sends(spark) -> None:
+    # with large Arrow strings Spark sends and expects `large_string`: the topic names come back so
+    key = "spark.sql.execution.arrow.useLargeVarTypes"
+    before = spark.conf.get(key, None)
+    reference = evaluate(CONFIG, REQUESTS).decisions
+    expected = sorted((d.broker_id, d.ts_ms, d.topic, d.decision) for d in reference)
+    try:
+        for large in ("true", "false"):
+            spark.conf.set(key, large)
+            rows = request_frame(spark, REQUESTS).transform(evaluate_requests(CONFIG, 9000, PARTITIONS))
+            got = sorted((r.broker_id, r.ts_ms, r.topic, r.decision) for r in decisions(rows).collect())
+            assert got == expected, large
+            assert len(meters(rows).collect()) == 7, large  # 2 brokers, their 5 topic meters
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)

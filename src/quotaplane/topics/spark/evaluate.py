@@ -1,16 +1,19 @@
-"""The Spark transform: requests -> per-request decisions and final meters, one pandas group per broker.
+"""The Spark transform: requests -> per-request decisions and final meters, one Arrow group per broker.
 
 spec: kafka-topic-bytes-in-quota. The meters and the decisions are sequential per broker (a rate at
-a tick depends on the bytes accepted before it), so each broker is one `applyInPandas` group. Only
-`ts_ms, topic, bytes` cross Arrow into it; it computes the thresholds (`broker_thresholds`: the
-schedule looked up by bisection, and the broker's topic set) and the meters and decisions (the numpy
-`kernel`: a loop over 5 s windows, vectorised inside; see its docstring). A group holds one broker's
-requests of the run.
+a tick depends on the bytes accepted before it), so each broker is one `applyInArrow` group. Only
+`broker_id, ts_ms, topic, bytes` cross Arrow into it; it computes the thresholds
+(`broker_thresholds`: the schedule looked up by bisection, and the broker's topic set) and the
+meters and decisions (the numpy `kernel`: a loop over 5 s windows, vectorised inside; see its
+docstring). A group holds one broker's requests of the run. The group works on the Arrow columns
+themselves: the topic names are dictionary-encoded and taken back in Arrow, never turned into
+Python strings.
 
 The group function returns two kinds of rows in one schema (`row_kind`): requests (`REQUEST`, the
 decisions) and meters (`METER`: per broker and per topic on it, counts and one-minute rates as of
-`as_of_ms`, the threshold then, and the meter's creation time in `ts_ms`). Every column but `topic`
-is plain numpy (no nulls: a kind's unused columns hold 0), decision, reason and threshold source are
+`as_of_ms`, the threshold then, and the meter's creation time in `ts_ms`). A meter row's counts and
+rates are two lists (`meter_counts`, `meter_rates`, null on a request row, so a request carries
+no meter values); a kind's other unused columns hold 0. Decision, reason and threshold source are
 small codes turned into their strings by `decisions` and `meters`, which split the kinds. The stage
 does not run the groups twice, nor caches their output: `observe_meters` collects the meter rows
 (a few per broker) to the driver while the decisions are written (`observed_meters`).
@@ -22,10 +25,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import fields
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from quotaplane.core.ordering import nulls_first
 from quotaplane.topics.config import TopicQuotaConfig
@@ -59,9 +64,13 @@ _ROW = T.StructType([
     T.StructField("source_code", T.ByteType(), True),
     T.StructField("total_rate", T.DoubleType(), True),
     T.StructField("topic_rate", T.DoubleType(), True),
-    *[T.StructField(f"{meter}_{what}", kind, True)
-      for meter in METER_NAMES for what, kind in (("count", T.LongType()), ("rate", T.DoubleType()))],
+    # a meter row's counts and one-minute rates, in `METER_NAMES` order (null on a request row)
+    T.StructField("meter_counts", T.ArrayType(T.LongType(), False), True),
+    T.StructField("meter_rates", T.ArrayType(T.DoubleType(), False), True),
 ])
+_FIELDS = {f.name: f for f in _ROW.fields}
+_ARROW = to_arrow_schema(_ROW)
+_TOPIC = _ROW.fieldNames().index("topic")
 DECISION_COLUMNS = ("ts_ms", "broker_id", "topic", "bytes", "decision", "reason", "total_rate", "topic_rate",
                     "total_threshold", "topic_threshold", "threshold_source")
 # the meter rows are `MeterSnapshot`s, column for field
@@ -75,14 +84,14 @@ def judge_brokers(config: TopicQuotaConfig, as_of_ms: int, partitions: int
     groups in `partitions` partitions (the stage gives its session's shuffle partitions)."""
     schedule = ThresholdSchedule(config)
 
-    def group(pdf: pd.DataFrame) -> pd.DataFrame:
-        return _judge_group(pdf, config, schedule, as_of_ms)
+    def group(table: pa.Table) -> pa.Table:
+        return _judge_group(table, config, schedule, as_of_ms)
 
     def transform(rows: DataFrame) -> DataFrame:
         # a set number of partitions, which adaptive execution does not merge: a few merged
         # partitions of unequal size leave a core idle while the largest one finishes
         return (rows.select(*INPUT_COLUMNS).repartition(partitions, "broker_id")
-                .groupBy("broker_id").applyInPandas(group, _ROW))
+                .groupBy("broker_id").applyInArrow(group, _ROW))
 
     return transform
 
@@ -139,31 +148,36 @@ def observed_meters(observation: Observation) -> list[MeterSnapshot]:
 
 def _meter_columns() -> list[Column]:
     return [F.col("broker_id"), F.col("topic"), F.col("ts_ms").alias("created_ms"),
-            *[F.col(f"{meter}_{what}") for meter in METER_NAMES for what in ("count", "rate")],
+            *[F.col(f"meter_{what}s")[i].alias(f"{meter}_{what}")
+              for i, meter in enumerate(METER_NAMES) for what in ("count", "rate")],
             F.col("topic_threshold").alias("threshold"),
             _name(F.col("source_code"), SOURCES).alias("threshold_source")]
 
 
-def _judge_group(pdf: pd.DataFrame, config: TopicQuotaConfig, schedule: ThresholdSchedule,
-                 as_of_ms: int) -> pd.DataFrame:
-    ts = pdf["ts_ms"].to_numpy(np.int64)
+def _judge_group(table: pa.Table, config: TopicQuotaConfig, schedule: ThresholdSchedule,
+                 as_of_ms: int) -> pa.Table:
+    """One broker's requests (an Arrow table of `INPUT_COLUMNS`) -> its request and meter rows
+    (`_ROW`), in Arrow throughout: the topic names are encoded and taken back in Arrow, not as
+    Python strings."""
+    ts = table.column("ts_ms").to_numpy()
     order = np.argsort(ts, kind="stable")
     ts = ts[order]
-    topics = pdf["topic"].to_numpy(object)[order]
-    size = pdf["bytes"].to_numpy(np.int64)[order]
-    broker_id = int(pdf["broker_id"].iloc[0])
-    codes, names = pd.factorize(topics, sort=False)
-    codes = codes.astype(np.int64)
+    topics = table.column("topic").take(order)
+    size = table.column("bytes").to_numpy()[order]
+    broker_id = table.column("broker_id")[0].as_py()
+    # codes by first appearance in time order, as the kernel's `_first_times` takes them
+    encoded = pc.dictionary_encode(topics).combine_chunks()
+    codes = encoded.indices.to_numpy().astype(np.int64)
+    names = encoded.dictionary
     m = len(names)
-    thresholds = broker_thresholds(schedule, ts, codes, names, as_of_ms)
+    thresholds = broker_thresholds(schedule, ts, codes, names.to_pylist(), as_of_ms)
     result = evaluate_broker(ts, codes, size, thresholds.value, m, config.total_threshold,
                              config.message_max_bytes, as_of_ms)
     n = len(ts)
-    columns: dict[str, np.ndarray] = {
+    columns = {
         "row_kind": np.r_[np.full(n, REQUEST), np.full(m + 1, METER)],
         "broker_id": np.full(n + m + 1, broker_id),
         "ts_ms": np.r_[ts, ts[0], result.topic_created_ms],
-        "topic": np.r_[topics, np.array([None], dtype=object), np.asarray(names, dtype=object)],
         "bytes": np.r_[size, np.zeros(m + 1, np.int64)],
         "decision_code": np.r_[result.decision, np.zeros(m + 1, np.int8)],
         "total_threshold": np.full(n + m + 1, config.total_threshold),
@@ -172,10 +186,25 @@ def _judge_group(pdf: pd.DataFrame, config: TopicQuotaConfig, schedule: Threshol
         "total_rate": np.r_[result.total_rate, np.zeros(m + 1)],
         "topic_rate": np.r_[result.topic_rate, np.zeros(m + 1)],
     }
-    for i, meter in enumerate(METER_NAMES):
-        columns[f"{meter}_count"] = np.r_[np.zeros(n, np.int64), result.broker_count[i],
-                                          result.topic_count[i]]
-        columns[f"{meter}_rate"] = np.r_[np.zeros(n), result.broker_one_minute_rate[i],
-                                         result.topic_one_minute_rate[i]]
-    return pd.DataFrame({f.name: columns[f.name] if f.name == "topic"
-                         else columns[f.name].astype(_NUMPY[f.dataType], copy=False) for f in _ROW.fields})
+    arrays = {name: pa.array(values.astype(_NUMPY[_FIELDS[name].dataType], copy=False))
+              for name, values in columns.items()}
+    arrays["topic"] = pa.concat_arrays([*topics.chunks, pa.nulls(1, topics.type), names])
+    # the names come back in the type Spark sent them (`large_string` under
+    # `spark.sql.execution.arrow.useLargeVarTypes`), which is the type it expects back
+    schema = _ARROW.set(_TOPIC, _ARROW.field(_TOPIC).with_type(topics.type))
+    # the meters' values on the meter rows only: a request row's lists are null
+    counts = np.r_[result.broker_count, result.topic_count.T.ravel()]
+    rates = np.r_[result.broker_one_minute_rate, result.topic_one_minute_rate.T.ravel()]
+    arrays["meter_counts"] = _meter_lists("meter_counts", counts, n, m + 1)
+    arrays["meter_rates"] = _meter_lists("meter_rates", rates, n, m + 1)
+    return pa.table([arrays[f.name] for f in _ROW.fields], schema=schema)
+
+
+def _meter_lists(name: str, values: np.ndarray, requests: int, meters: int) -> pa.Array:
+    """Column `name`: `requests` nulls, then a list of `len(METER_NAMES)` of `values` per meter row."""
+    width = len(METER_NAMES)
+    offsets = pa.array(np.r_[np.zeros(requests + 1, np.int32), np.arange(width, width * meters + 1, width,
+                                                                         dtype=np.int32)],
+                       mask=np.r_[np.ones(requests, bool), np.zeros(meters + 1, bool)])
+    kind = _ARROW.field(name).type
+    return pa.ListArray.from_arrays(offsets, pa.array(values, type=kind.value_type), type=kind)
