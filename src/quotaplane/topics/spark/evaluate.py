@@ -174,7 +174,7 @@ def _judge_group(table: pa.Table, config: TopicQuotaConfig, schedule: ThresholdS
     result = evaluate_broker(ts, codes, size, thresholds.value, m, config.total_threshold,
                              config.message_max_bytes, as_of_ms)
     n = len(ts)
-    columns = {
+    columns: dict[str, np.ndarray] = {
         "row_kind": np.r_[np.full(n, REQUEST), np.full(m + 1, METER)],
         "broker_id": np.full(n + m + 1, broker_id),
         "ts_ms": np.r_[ts, ts[0], result.topic_created_ms],
