@@ -68,14 +68,12 @@ _ROW = T.StructType([
     T.StructField("meter_counts", T.ArrayType(T.LongType(), False), True),
     T.StructField("meter_rates", T.ArrayType(T.DoubleType(), False), True),
 ])
-_FIELDS = {f.name: f for f in _ROW.fields}
 _ARROW = to_arrow_schema(_ROW)
 _TOPIC = _ROW.fieldNames().index("topic")
 DECISION_COLUMNS = ("ts_ms", "broker_id", "topic", "bytes", "decision", "reason", "total_rate", "topic_rate",
                     "total_threshold", "topic_threshold", "threshold_source")
 # the meter rows are `MeterSnapshot`s, column for field
 METER_COLUMNS = tuple(f.name for f in fields(MeterSnapshot))
-_NUMPY = {T.ByteType(): np.int8, T.LongType(): np.int64, T.DoubleType(): np.float64}
 
 
 def judge_brokers(config: TopicQuotaConfig, as_of_ms: int, partitions: int
@@ -186,8 +184,8 @@ def _judge_group(table: pa.Table, config: TopicQuotaConfig, schedule: ThresholdS
         "total_rate": np.r_[result.total_rate, np.zeros(m + 1)],
         "topic_rate": np.r_[result.topic_rate, np.zeros(m + 1)],
     }
-    arrays = {name: pa.array(values.astype(_NUMPY[_FIELDS[name].dataType], copy=False))
-              for name, values in columns.items()}
+    # each column in its type of `_ROW` (the codes' int8, the bytes' and thresholds' int64)
+    arrays = {name: pa.array(values, type=_ARROW.field(name).type) for name, values in columns.items()}
     arrays["topic"] = pa.concat_arrays([*topics.chunks, pa.nulls(1, topics.type), names])
     # the names come back in the type Spark sent them (`large_string` under
     # `spark.sql.execution.arrow.useLargeVarTypes`), which is the type it expects back
