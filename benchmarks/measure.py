@@ -76,13 +76,10 @@ class Timing:
     peak_rss_bytes: int
 
 
-def measure(fn: Callable[[], T], repeat: int = 1) -> tuple[T, Timing]:
-    """Run `fn` `repeat` times; the best wall time and the peak memory over all runs."""
-    best = float("inf")
-    result: T
+def measure(fn: Callable[[], T]) -> tuple[T, Timing]:
+    """Run `fn` once: its wall time and the peak memory while it ran."""
     with PeakRss() as peak:
-        for _ in range(repeat):
-            start = time.perf_counter()
-            result = fn()
-            best = min(best, time.perf_counter() - start)
-    return result, Timing(best, peak.peak)
+        start = time.perf_counter()
+        result = fn()
+        seconds = time.perf_counter() - start
+    return result, Timing(seconds, peak.peak)

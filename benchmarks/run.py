@@ -107,7 +107,8 @@ def parse_args(argv: list[str] | None = None) -> Options:
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: tiny inputs stand in for the tiers (results in benchmarks/work/)")
     parser.add_argument("--repeat", type=_at_least_one, default=1, metavar="N",
-                        help="runs of each Spark measurement, the fastest kept (default 1)")
+                        help="rounds of the Spark measurements (the bare job, the floor job, the stage: "
+                        "one run of each per round, in turn), the fastest of each kept (default 1)")
     parser.add_argument("--reference-rows", type=_at_least_one, default=None, metavar="N",
                         help="the reference engine runs on the first N rows of the main input and is scaled "
                         f"to the whole input (default {DEFAULT_REFERENCE_ROWS:,}; "
@@ -159,11 +160,22 @@ def _measure_point(spark: Any, opts: Options, policy: PolicySpec, dataset: Datas
     rows = {k: dataset.rows(k) for k in policy.kinds()}
     stages.warm_page_cache(dataset, policy)
     log(f"  {policy.name}: bare Spark job over {sum(rows.values()):,} rows")
-    bare = stages.run_bare(spark, policy, dataset, work / "bare", opts.repeat)
-    floor = stages.run_floor(spark, policy, dataset, work / "floor", opts.repeat)
+    # the jobs take turns, one run of each per round: a machine that slows down or speeds up during
+    # the point weighs on the stage and on its baselines alike
+    bares: list[stages.BareRun] = []
+    floors: list[stages.BareRun] = []
+    stage_runs: list[stages.StageRun] = []
+    for _ in range(opts.repeat):
+        bares.append(stages.run_bare(spark, policy, dataset, work / "bare"))
+        floor_run = stages.run_floor(spark, policy, dataset, work / "floor")
+        if floor_run is not None:
+            floors.append(floor_run)
+        stage_runs.append(stages.run_stage(spark, policy, dataset, configs, work / "out"))
+    bare = stages.fastest_bare(bares)
+    floor = stages.fastest_bare(floors) if floors else None
     log(f"  {policy.name}: stage (bare job {bare.seconds:.1f}s"
         + (f", floor job {floor.seconds:.1f}s)" if floor else ")"))
-    stage = stages.run_stage(spark, policy, dataset, configs, work / "out", opts.repeat)
+    stage = stages.fastest(stage_runs)
     runs = stage.run_seconds
     fastest = f"; the fastest of {len(runs)}, the first took {runs[0]:.1f}s" if len(runs) > 1 else ""
     log(f"  {policy.name}: reference engine (stage {stage.seconds:.1f}s, "

@@ -143,43 +143,38 @@ def warm_page_cache(dataset: Dataset, policy: PolicySpec) -> None:
                         pass
 
 
-def run_stage(spark: SparkSession, policy: PolicySpec, dataset: Dataset, configs: RunConfigs, out: Path,
-              repeat: int = 1) -> StageRun:
-    """Run the policy's stage `repeat` times (a fresh context each time): `fastest` of them."""
+def run_stage(spark: SparkSession, policy: PolicySpec, dataset: Dataset, configs: RunConfigs,
+              out: Path) -> StageRun:
+    """Run the policy's stage once, in a fresh context."""
     stage = registered(policy.name)
     config = stage.load_config(RunConfigs(**{policy.config_field: getattr(configs, policy.config_field)}))
     if config is None or find_input(dataset.path, stage.inputs[0].name) is None:
         raise RuntimeError(f"the {policy.name} stage cannot run on {dataset.path} "
                            "(its input or configuration is missing)")
     inputs = stage_inputs(dataset.path, [stage])
-    runs: list[StageRun] = []
-    for _ in range(repeat):
-        progress = Progress(stream=None)
-        ctx = StageContext(spark=spark, telemetry_dir=dataset.path, out_dir=out, registry=CollectorRegistry(),
-                           progress=progress)
-        with JvmHeapPeak(spark) as heap, expressions_for(spark, inputs) as chosen:
-            result, timing = measure(lambda ctx=ctx: stage.run_stage(ctx, config, Outputs()))
-        spark.catalog.clearCache()  # what a stage leaves cached must not weigh on the next measurement
-        assert isinstance(result, StageResult)
-        steps = dict(progress.timings)
-        decisions = sum(s for label, s in steps.items() if REPORT_STEP not in label)
-        runs.append(StageRun(timing.seconds, decisions, steps, timing.peak_rss_bytes, heap.heap_bytes,
-                             heap.old_gen_bytes, [c.as_dict() for c in result.read_counts], result.summary,
-                             expressions=chosen.mode))
-    return fastest(runs)
+    progress = Progress(stream=None)
+    ctx = StageContext(spark=spark, telemetry_dir=dataset.path, out_dir=out, registry=CollectorRegistry(),
+                       progress=progress)
+    with JvmHeapPeak(spark) as heap, expressions_for(spark, inputs) as chosen:
+        result, timing = measure(lambda: stage.run_stage(ctx, config, Outputs()))
+    spark.catalog.clearCache()  # what a stage leaves cached must not weigh on the next measurement
+    assert isinstance(result, StageResult)
+    steps = dict(progress.timings)
+    decisions = sum(s for label, s in steps.items() if REPORT_STEP not in label)
+    return StageRun(timing.seconds, decisions, steps, timing.peak_rss_bytes, heap.heap_bytes,
+                    heap.old_gen_bytes, [c.as_dict() for c in result.read_counts], result.summary,
+                    run_seconds=[timing.seconds], run_decisions_seconds=[decisions], expressions=chosen.mode)
 
 
-def run_bare(spark: SparkSession, policy: PolicySpec, dataset: Dataset, out: Path,
-             repeat: int = 1) -> BareRun:
-    """The bare Spark job over each input of the policy; times summed, peaks maximised."""
+def run_bare(spark: SparkSession, policy: PolicySpec, dataset: Dataset, out: Path) -> BareRun:
+    """The bare Spark job over each input of the policy, once; times summed, peaks maximised."""
     total, peak, rows, per_input = 0.0, 0, 0, {}
     for spec in policy.inputs:
         path = input_path(dataset, spec.kind)
         bucket = spec.bucket_ms(dataset.manifest)
         count, timing = measure(
             lambda path=path, spec=spec, bucket=bucket: bare_job(
-                spark, path, spec.keys, spec.time_col, bucket, spec.value_col, out / spec.kind),
-            repeat)
+                spark, path, spec.keys, spec.time_col, bucket, spec.value_col, out / spec.kind))
         total += timing.seconds
         peak = max(peak, timing.peak_rss_bytes)
         rows += count
@@ -187,11 +182,19 @@ def run_bare(spark: SparkSession, policy: PolicySpec, dataset: Dataset, out: Pat
     return BareRun(total, peak, rows, per_input)
 
 
-def run_floor(spark: SparkSession, policy: PolicySpec, dataset: Dataset, out: Path,
-              repeat: int = 1) -> BareRun | None:
-    """The policy's floor job (`benchmarks.floors`) over its inputs, or None when it has none."""
+def run_floor(spark: SparkSession, policy: PolicySpec, dataset: Dataset, out: Path) -> BareRun | None:
+    """The policy's floor job (`benchmarks.floors`) over its inputs, once, or None when it has none."""
     if policy.name not in FLOORS:
         return None
     paths = {spec.kind: input_path(dataset, spec.kind) for spec in policy.inputs}
-    count, timing = measure(lambda: floor_job(spark, policy.name, paths, dataset.manifest, out), repeat)
+    count, timing = measure(lambda: floor_job(spark, policy.name, paths, dataset.manifest, out))
     return BareRun(timing.seconds, timing.peak_rss_bytes, count)
+
+
+def fastest_bare(runs: list[BareRun]) -> BareRun:
+    """The fastest of the runs of one job: each input's fastest time (summed over the inputs when
+    the runs time them apart), the highest memory peak."""
+    inputs = runs[0].per_input
+    per_input = {kind: min(r.per_input[kind] for r in runs) for kind in inputs}
+    seconds = sum(per_input.values()) if per_input else min(r.seconds for r in runs)
+    return BareRun(seconds, max(r.peak_rss_bytes for r in runs), runs[0].output_rows, per_input)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -12,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks import configs, docs, reference, results, stages
+from benchmarks import run as run_module
 from benchmarks.datasets import ensure
 from benchmarks.fit import linear_fit
 from benchmarks.policies import POLICIES
@@ -195,6 +197,51 @@ def test_repeated_stage_runs_keep_the_fastest_the_highest_peaks_and_every_runs_t
     alone = stages.fastest([_stage_run(1.0, 1.0, 10, None, None)])
     assert (alone.jvm_heap_peak_bytes, alone.jvm_old_gen_peak_bytes) == (None, None)
     assert alone.run_seconds == [1.0] and alone.run_decisions_seconds == [1.0]
+
+
+def test_repeated_bare_runs_keep_each_inputs_fastest_and_the_highest_peak() -> None:
+    runs = [stages.BareRun(5.0, 100, 7, {"a": 2.0, "b": 3.0}),
+            stages.BareRun(4.5, 300, 7, {"a": 3.0, "b": 1.5}),
+            stages.BareRun(6.0, 200, 7, {"a": 2.5, "b": 3.5})]
+    best = stages.fastest_bare(runs)
+    # each input's fastest run, summed: 2.0 + 1.5, faster than any one round
+    assert (best.seconds, best.per_input, best.peak_rss_bytes, best.output_rows) == (
+        3.5, {"a": 2.0, "b": 1.5}, 300, 7)
+    # a floor job times its inputs together
+    floor = stages.fastest_bare([stages.BareRun(2.0, 10, 3), stages.BareRun(1.5, 5, 3)])
+    assert (floor.seconds, floor.peak_rss_bytes, floor.per_input) == (1.5, 10, {})
+
+
+def test_a_points_jobs_take_turns_one_run_of_each_per_round(monkeypatch, tmp_path: Path) -> None:
+    calls: list[str] = []
+
+    def job(name: str, result: object):
+        def run(*_args: object) -> object:
+            calls.append(name)
+            return result
+        return run
+
+    monkeypatch.setattr(stages, "warm_page_cache", lambda *_: None)
+    monkeypatch.setattr(stages, "run_bare", job("bare", stages.BareRun(1.0, 1, 1, {"x": 1.0})))
+    monkeypatch.setattr(stages, "run_floor", job("floor", stages.BareRun(2.0, 1, 1)))
+    monkeypatch.setattr(stages, "run_stage", job("stage", _stage_run(3.0, 2.0, 1, None, None)))
+    monkeypatch.setattr(run_module.prefix, "prepare", lambda *_: None)
+    reference = SimpleNamespace(seconds=1.0, prefix_rows=1, estimated_seconds=1.0)
+    monkeypatch.setattr(run_module.prefix, "run", job("reference", reference))
+    monkeypatch.setattr(run_module.results, "point", lambda *a: a)
+
+    class Data:
+        scale = 1.0
+
+        def rows(self, kind: str) -> int:
+            return 1
+
+    opts = parse_args(["--repeat", "3"])
+    point = run_module._measure_point(None, opts, POLICIES["backlog"], Data(), RunConfigs(), tmp_path,
+                                      lambda _: None)
+    assert calls == ["bare", "floor", "stage"] * 3 + ["reference"]
+    stage, bare, floor = point[3], point[4], point[6]  # `results.point`'s arguments
+    assert (stage.run_seconds, bare.seconds, floor.seconds) == ([3.0, 3.0, 3.0], 1.0, 2.0)
 
 
 def test_latest_results_are_the_files_named_after_their_tier(tmp_path: Path) -> None:
