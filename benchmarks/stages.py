@@ -145,7 +145,8 @@ def warm_page_cache(dataset: Dataset, policy: PolicySpec) -> None:
 
 def run_stage(spark: SparkSession, policy: PolicySpec, dataset: Dataset, configs: RunConfigs,
               out: Path) -> StageRun:
-    """Run the policy's stage once, in a fresh context."""
+    """Run the policy's stage once, in a fresh context (`fastest` of a point's runs lists every
+    run's times)."""
     stage = registered(policy.name)
     config = stage.load_config(RunConfigs(**{policy.config_field: getattr(configs, policy.config_field)}))
     if config is None or find_input(dataset.path, stage.inputs[0].name) is None:
@@ -163,7 +164,7 @@ def run_stage(spark: SparkSession, policy: PolicySpec, dataset: Dataset, configs
     decisions = sum(s for label, s in steps.items() if REPORT_STEP not in label)
     return StageRun(timing.seconds, decisions, steps, timing.peak_rss_bytes, heap.heap_bytes,
                     heap.old_gen_bytes, [c.as_dict() for c in result.read_counts], result.summary,
-                    run_seconds=[timing.seconds], run_decisions_seconds=[decisions], expressions=chosen.mode)
+                    expressions=chosen.mode)
 
 
 def run_bare(spark: SparkSession, policy: PolicySpec, dataset: Dataset, out: Path) -> BareRun:
