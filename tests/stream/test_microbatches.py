@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from quotaplane.core.fields import UNPARSABLE
 from quotaplane.core.incremental import QUARANTINE, Advance
-from quotaplane.core.spark.session import task_slots
+from quotaplane.core.spark.session import task_slots, tasks_for
 from quotaplane.stream.commits import CommitLog
 from quotaplane.stream.keyed import STATE, outcome_counts, outcome_value, step_function
 from quotaplane.stream.plan import Streamed
@@ -22,7 +22,6 @@ from quotaplane.stream.spark.microbatch import (
     ROWS_PER_TASK,
     MicroBatches,
     files_for,
-    tasks_for,
 )
 from quotaplane.stream.spark.source import checked_lines
 from tests.stream.echo import INPUT, Echo
@@ -163,11 +162,15 @@ def test_a_table_is_written_in_a_file_per_rows_per_file_begun() -> None:
 
 def test_the_keys_are_stepped_in_a_task_per_rows_per_task_begun_up_to_the_limit() -> None:
     rows = (0, 1, ROWS_PER_TASK, ROWS_PER_TASK + 1, 3 * ROWS_PER_TASK, 9 * ROWS_PER_TASK)
-    assert [tasks_for(n, 8) for n in rows] == [1, 1, 1, 2, 3, 8]
-    assert tasks_for(3 * ROWS_PER_TASK, 2) == 2
+    assert [tasks_for(n, ROWS_PER_TASK, 8) for n in rows] == [1, 1, 1, 2, 3, 8]
+    assert tasks_for(3 * ROWS_PER_TASK, ROWS_PER_TASK, 2) == 2
     # more than one task: a multiple of the task slots, so that no core waits for a last task alone
-    assert [tasks_for(n, 8, 2) for n in rows] == [1, 1, 1, 2, 4, 8]
-    assert tasks_for(5 * ROWS_PER_TASK, 8, 4) == 8 and tasks_for(2 * ROWS_PER_TASK, 8, 1) == 2
+    assert [tasks_for(n, ROWS_PER_TASK, 8, 2) for n in rows] == [1, 1, 1, 2, 4, 8]
+    assert tasks_for(5 * ROWS_PER_TASK, ROWS_PER_TASK, 8, 4) == 8
+    assert tasks_for(2 * ROWS_PER_TASK, ROWS_PER_TASK, 8, 1) == 2
+    # a floor of tasks (a batch step keeps every slot busy), still at most the limit
+    assert [tasks_for(n, ROWS_PER_TASK, 8, 2, at_least=2) for n in rows] == [2, 2, 2, 2, 4, 8]
+    assert tasks_for(0, ROWS_PER_TASK, 1, 2, at_least=2) == 1
 
 
 def test_rows_older_than_the_watermark_are_counted_and_kept_as_late(setup) -> None:

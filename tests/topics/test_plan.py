@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 
 from quotaplane.core.spark.readers import check_once, read_telemetry
+from quotaplane.core.spark.session import SHUFFLE_PARTITIONS, task_slots
 from quotaplane.topics.engine.evaluate import TopicRequest
 from quotaplane.topics.records import TOPIC_REQUESTS
 from quotaplane.topics.spark.evaluate import decisions, evaluate_requests, meters, observe_meters
 from quotaplane.topics.spark.intervals import dropped_log, topic_intervals
 from quotaplane.topics.spark.report_data import broker_topic_aggregate
+from quotaplane.topics.spark.stage import ROWS_PER_TASK, judging_tasks
 from tests.support.plans import PYTHON_GROUPS, SHUFFLE, SORT, SORT_AGGREGATE, WINDOW, describe, operators
 from tests.topics.strategies import PARTITIONS, request_frame
 from tests.topics.test_spark_transforms import CONFIG, REQUESTS
@@ -61,3 +63,22 @@ def test_tables_from_the_decisions_are_hash_aggregates_or_filters(spark, tmp_pat
     # the string would make it a SortAggregate)
     totals = broker_topic_aggregate(decided)
     assert counts(totals) == (1, 0, 0, 0, 0), describe(totals)
+
+
+def test_the_groups_run_in_as_many_tasks_as_the_requests_need(spark) -> None:
+    # a task per ROWS_PER_TASK requests begun, at least one per task slot, a multiple of the slots,
+    # at most the shuffle partitions; every shuffle partition when the slots are unknown
+    before = spark.conf.get(SHUFFLE_PARTITIONS)
+    spark.conf.set(SHUFFLE_PARTITIONS, "8")
+    try:
+        assert task_slots(spark) == 2
+        needed = [judging_tasks(spark, n) for n in (0, ROWS_PER_TASK, ROWS_PER_TASK + 1,
+                                                     5 * ROWS_PER_TASK + 1, 100 * ROWS_PER_TASK)]
+        assert needed == [2, 2, 2, 6, 8]
+
+        class Connect:  # a Spark Connect session: no cluster in sight
+            conf = spark.conf
+
+        assert judging_tasks(Connect(), 0) == 8
+    finally:
+        spark.conf.set(SHUFFLE_PARTITIONS, before)

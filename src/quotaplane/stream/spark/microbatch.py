@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from quotaplane.core.incremental import QUARANTINE, Incremental, Table
-from quotaplane.core.spark.session import shuffle_partitions, task_slots
+from quotaplane.core.spark.session import shuffle_partitions, task_slots, tasks_for
 from quotaplane.stream.commits import Commit, CommitLog, publish, staging_dir
 from quotaplane.stream.keyed import LATE_TABLE, STATE, step_function
 from quotaplane.stream.plan import Streamed
@@ -251,7 +251,10 @@ class MicroBatches:
                 F.lit(None).cast("binary").alias("state")))
         step = step_function(policy, streamed.config, watermark)
         rows_in = prev_keys + sum(report.inputs.get(i.name, {}).get("used", 0) for i in streamed.inputs)
-        keyed = keyed.repartition(tasks_for(rows_in, shuffle_partitions(spark), task_slots(spark)), "key")
+        # the groups' result is persisted, so adaptive execution does not coalesce its shuffle: a
+        # micro-batch of a few hundred rows stepped its keys in one task per shuffle partition
+        tasks = tasks_for(rows_in, ROWS_PER_TASK, shuffle_partitions(spark), task_slots(spark))
+        keyed = keyed.repartition(tasks, "key")
         result = (keyed.groupBy("key").applyInArrow(step, OUT_SCHEMA)
                   .persist(StorageLevel.MEMORY_AND_DISK))
         names = list(dict.fromkeys([STATE, *(t.name for t in policy.output_tables(streamed.config)),
@@ -347,19 +350,6 @@ def files_for(rows: int) -> int:
     micro-batch's tables are small, and a write task per shuffle partition cost a task, a file
     and its commit each."""
     return max(1, -(-rows // ROWS_PER_FILE))
-
-
-def tasks_for(rows: int, limit: int, slots: int | None = None) -> int:
-    """The tasks (Python workers) that step a micro-batch's keys: one per `ROWS_PER_TASK` rows begun
-    (the keys' state rows and the batch's rows), more than one rounded up to a multiple of the
-    cluster's task `slots` so that no core waits for a last task alone, at most `limit` (the
-    shuffle partitions). The groups' result is persisted, so adaptive execution does not coalesce
-    its shuffle: a micro-batch of a few hundred rows stepped its keys in one task per shuffle
-    partition, each with its own Arrow batches and Python call."""
-    tasks = max(1, -(-rows // ROWS_PER_TASK))
-    if tasks > 1 and slots is not None and slots > 1:
-        tasks = -(-tasks // slots) * slots
-    return min(limit, tasks)
 
 
 def observe_all(df: DataFrame, counters: Sequence[Column],

@@ -79,7 +79,8 @@ METER_COLUMNS = tuple(f.name for f in fields(MeterSnapshot))
 def judge_brokers(config: TopicQuotaConfig, as_of_ms: int, partitions: int
                   ) -> Callable[[DataFrame], DataFrame]:
     """Requests (`INPUT_COLUMNS`) -> request and meter rows (see the module docstring), the brokers'
-    groups in `partitions` partitions (the stage gives its session's shuffle partitions)."""
+    groups in `partitions` partitions (the stage gives as many as its requests need:
+    `stage.judging_tasks`)."""
     schedule = ThresholdSchedule(config)
 
     def group(table: pa.Table) -> pa.Table:

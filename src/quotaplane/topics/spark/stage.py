@@ -26,7 +26,7 @@ from pyspark.sql import types as T
 
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.readers import check_once, read_telemetry
-from quotaplane.core.spark.session import shuffle_partitions
+from quotaplane.core.spark.session import shuffle_partitions, task_slots, tasks_for
 from quotaplane.core.spark.side_by_side import side_by_side
 from quotaplane.topics.config import TopicQuotaConfig, change_error
 from quotaplane.topics.engine.decision import DECISIONS
@@ -48,6 +48,9 @@ from quotaplane.topics.spark.report_data import broker_topic_totals, collect_rep
 REQUESTS = INPUTS[0]
 INPUT = REQUESTS.name
 NAME = "topics"
+# requests per task of the per-broker groups: below it, one task per task slot (docs/performance.md,
+# "The topic groups in as many tasks as the requests need")
+ROWS_PER_TASK = 1_000_000
 
 _CHANGES = T.StructType([
     T.StructField("key", T.StringType(), False),
@@ -82,7 +85,8 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
     with ctx.progress.step("topics: judge requests (meters per broker)"):
         # one pass of the per-broker groups: the decisions are written, the meters (a few rows per
         # broker) observed on the way and written from the driver
-        rows = checked.used.transform(evaluate_requests(config, int(as_of), shuffle_partitions(ctx.spark)))
+        tasks = judging_tasks(ctx.spark, counts.used)
+        rows = checked.used.transform(evaluate_requests(config, int(as_of), tasks))
         observed, observation = observe_meters(rows)
         _write(decisions(observed), out / "topic_decisions")
         meter_rows = observed_meters(observation)
@@ -131,6 +135,14 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
     if rejected:
         console.append(f"topics: {len(rejected)} threshold change(s) rejected (topic_threshold_changes/)")
     return StageResult(NAME, summary, [counts], sections, console)
+
+
+def judging_tasks(spark: SparkSession, requests: int) -> int:
+    """The tasks of the per-broker groups for `requests` used requests: one per `ROWS_PER_TASK`
+    begun, at least one per task slot, rounded up to a multiple of the slots, at most the shuffle
+    partitions (all of them when the cluster's slots are unknown: Spark Connect)."""
+    limit, slots = shuffle_partitions(spark), task_slots(spark)
+    return tasks_for(requests, ROWS_PER_TASK, limit, slots, at_least=limit if slots is None else slots)
 
 
 def _write(df: DataFrame, path: Path) -> None:
