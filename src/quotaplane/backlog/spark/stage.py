@@ -45,6 +45,7 @@ from quotaplane.backlog.spark.report_data import PLOTTED_TOPICS, report_data, se
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.local_table import local_table
 from quotaplane.core.spark.readers import REASON, ReadCounts, ReadResult
+from quotaplane.core.spark.tables import write_parquet
 
 INPUT = "backlog_snapshots"
 NAME = "backlog"
@@ -68,14 +69,15 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
             # the last tick of any check: the report's time axis ends there, the forecast is as of it
             last_ts_ms = max((t["last"]["ts_ms"] for t in topics), default=None)
         with ctx.progress.step("backlog: write tables"):
-            _write(result.checks, ctx.out_dir / "backlog_checks")
-            _write(result.evictions, ctx.out_dir / "backlog_evictions")
+            write_parquet(result.checks, ctx.out_dir / "backlog_checks")
+            write_parquet(result.evictions, ctx.out_dir / "backlog_evictions")
             _write_quarantine(read, counts, ctx.out_dir / "quarantine" / INPUT)
             stats = T.topic_stats(topics)
             parts = T.partitioned_stats(stats)
-            _write(local_table(ctx.spark, stats, T.TOPIC_STATS_SCHEMA), ctx.out_dir / "backlog_topic_stats")
-            _write(local_table(ctx.spark, parts, T.PARTITIONED_STATS_SCHEMA),
-                   ctx.out_dir / "backlog_partitioned_stats")
+            write_parquet(local_table(ctx.spark, stats, T.TOPIC_STATS_SCHEMA),
+                          ctx.out_dir / "backlog_topic_stats")
+            write_parquet(local_table(ctx.spark, parts, T.PARTITIONED_STATS_SCHEMA),
+                          ctx.out_dir / "backlog_partitioned_stats")
             _write_stats_json(stats, parts, ctx.out_dir / "backlog_topic_stats.json")
         with ctx.progress.step("backlog: metrics and report"):
             ctx.registry.register(_metrics(topics, policies, duration))
@@ -114,15 +116,11 @@ def _counts(read: ReadResult, totals: list[T.Totals]) -> ReadCounts:
     return ReadCounts(read.source, n_read, used, n_read - used, read.skipped)
 
 
-def _write(df: DataFrame, path: Path) -> None:
-    df.write.mode("overwrite").parquet(str(path))
-
-
 def _write_quarantine(read: ReadResult, counts: ReadCounts, path: Path) -> None:
     """The quarantined rows with their original text, only when there are some (the input is read
     again for them); a stale quarantine from an earlier run into the same directory is removed."""
     if counts.quarantined:
-        _write(with_group_reasons(read).quarantined, path)
+        write_parquet(with_group_reasons(read).quarantined, path)
     elif path.exists():
         shutil.rmtree(path)
 

@@ -45,6 +45,7 @@ from quotaplane.clients.spark.partition import output_schema
 from quotaplane.core.policy import StageContext, StageResult
 from quotaplane.core.spark.readers import FILE_ID, POSITION, check_once, read_telemetry
 from quotaplane.core.spark.session import shuffle_partitions
+from quotaplane.core.spark.tables import write_parquet
 
 NAME = "clients"
 INPUT = "client_requests"
@@ -99,23 +100,22 @@ def run_stage(ctx: StageContext, config: ClientQuotaConfig, settings: ClientQuot
                          -(-counts.used // ROWS_PER_PARTITION))
         columns = [c for c in output_schema({0: config}, settings).names if c not in TABLE_DROPS]
         try:
-            evaluate_requests(requests, {0: config}, settings, factors, partitions, columns).write.mode(
-                "overwrite").parquet(str(out / DECISIONS_TABLE))
+            write_parquet(evaluate_requests(requests, {0: config}, settings, factors, partitions, columns),
+                          out / DECISIONS_TABLE)
         finally:
             checked.release()
         decisions = _read_back(spark, out / DECISIONS_TABLE)
 
     with ctx.progress.step("clients: intervals and standing"):
         intervals = interval_rows(decisions, settings.interval_ms, settings.quota_value_metric)
-        intervals.drop("config_id").write.mode("overwrite").parquet(str(out / INTERVALS_TABLE))
+        write_parquet(intervals.drop("config_id"), out / INTERVALS_TABLE)
         intervals = _read_back(spark, out / INTERVALS_TABLE)
         # the standing table and, in the same aggregation, what the summary, metrics and report
         # need of each sharing group: collected (one row a group), then written from the cache
         groups = standing_rows(intervals, extra=True).persist()
         try:
             group_rows = _rows(groups)
-            groups.select(*STANDING_COLUMNS).drop("config_id").write.mode("overwrite").parquet(
-                str(out / STANDING_TABLE))
+            write_parquet(groups.select(*STANDING_COLUMNS).drop("config_id"), out / STANDING_TABLE)
         finally:
             groups.unpersist()
         group_rows.sort(key=report_data.group_key)

@@ -30,6 +30,7 @@ from quotaplane.core.fields import UNPARSABLE
 from quotaplane.core.records import Field, RecordSchema
 from quotaplane.core.spark import fields as SF
 from quotaplane.core.spark.schemas import raw_schema, spark_type
+from quotaplane.core.spark.tables import write_parquet
 
 CORRUPT = "_corrupt_record"
 PARSED, LINE_REASON = "_parsed", "_line_reason"
@@ -328,7 +329,7 @@ def check_once(read: ReadResult, quarantine_dir: Path | None, cache: bool | None
     counts, aggregates = _count(rows, read.source, read.skipped, over_used)
     if quarantine_dir is not None:
         if counts.quarantined:
-            read.quarantined.write.mode("overwrite").parquet(str(quarantine_dir))
+            write_parquet(read.quarantined, quarantine_dir)
         elif quarantine_dir.exists():
             shutil.rmtree(quarantine_dir)
     return CheckedInput(read.schema, counts, rows, cache, aggregates)

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from quotaplane.backlog.outputs import BacklogChecks
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.readers import ReadCounts, check_once, read_telemetry
+from quotaplane.core.spark.tables import write_parquet
 from quotaplane.forecast.engine.backlog import BacklogForecast
 from quotaplane.forecast.engine.volumes import VolumeForecast
 from quotaplane.forecast.metrics import ForecastMetrics
@@ -74,7 +75,7 @@ def _volume_forecasts(ctx: StageContext, config: ForecastConfig,
     recent = in_window(volumes, "ts", at_ms, HISTORY_WINDOWS * config.settings.window_ms).persist()
     try:
         table = forecast_volumes(recent, sizes, config.storage, config.settings, at_ms)
-        table.write.mode("overwrite").parquet(str(ctx.out_dir / "storage_forecast"))
+        write_parquet(table, ctx.out_dir / "storage_forecast")
         rows = [_plain(r) for r in ctx.spark.read.parquet(str(ctx.out_dir / "storage_forecast")).collect()]
         bucket_ms = max(1, HISTORY_WINDOWS * config.settings.window_ms // HISTORY_POINTS)
         return rows, counts, _histories(recent, ranked_volumes(rows)[:PLOTTED], bucket_ms)
@@ -107,8 +108,8 @@ def _backlog_forecasts(ctx: StageContext, config: ForecastConfig, outputs: Outpu
         return []
     if checks.last_ts_ms is None:
         return []
-    forecast_backlogs(checks.checks, config.settings, checks.last_ts_ms).write.mode("overwrite").parquet(
-        str(ctx.out_dir / "backlog_forecast"))
+    write_parquet(forecast_backlogs(checks.checks, config.settings, checks.last_ts_ms),
+                  ctx.out_dir / "backlog_forecast")
     return [_plain(r) for r in ctx.spark.read.parquet(str(ctx.out_dir / "backlog_forecast")).collect()]
 
 

@@ -13,7 +13,6 @@ never a second pass over the traffic. The stage provides nothing to other polici
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -22,6 +21,7 @@ from pyspark.sql import functions as F
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.readers import check_once, read_telemetry
 from quotaplane.core.spark.side_by_side import side_by_side
+from quotaplane.core.spark.tables import write_parquet
 from quotaplane.core.spark.time_span import TimeSpan
 from quotaplane.notices.config import NoticeConfig
 from quotaplane.notices.engine.evaluate import RECEIPTS
@@ -47,7 +47,8 @@ def run_stage(ctx: StageContext, config: NoticeConfig, outputs: Outputs) -> Stag
         counts = checked.counts
     with ctx.progress.step("notices: notices per broker (token buckets, connection limits)"):
         span = TimeSpan("notice_span")
-        _write(span.observe(checked.used.transform(evaluate_notices(config))), out / "notice_decisions")
+        evaluated = span.observe(checked.used.transform(evaluate_notices(config)))
+        write_parquet(evaluated, out / "notice_decisions")
         checked.release()
     decided = ctx.spark.read.parquet(str(out / "notice_decisions"))
     with ctx.progress.step("notices: comparison, metrics and report"):
@@ -65,14 +66,10 @@ def run_stage(ctx: StageContext, config: NoticeConfig, outputs: Outputs) -> Stag
             f"{counts.quarantined} producer traffic rows were quarantined (quarantine/{INPUT})."]
         data = NoticeReportData(notice_kpis(rows), rows, timeline, bucket_ms, notes)
         # the comparison table is written while the report is drawn
-        sections, _ = side_by_side(lambda: build_sections(data), lambda: _write(
+        sections, _ = side_by_side(lambda: build_sections(data), lambda: write_parquet(
             ctx.spark.createDataFrame(rows, COMPARISON_SCHEMA), out / "notice_comparison"))
     summary["input"] = counts.as_dict()
     return StageResult(NAME, summary, [counts], sections, [_console(summary, counts.used)])
-
-
-def _write(df: DataFrame, path: Path) -> None:
-    df.write.mode("overwrite").parquet(str(path))
 
 
 def _timeline(decided: DataFrame, bucket_ms: int) -> DataFrame:

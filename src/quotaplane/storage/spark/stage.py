@@ -23,6 +23,7 @@ from quotaplane.core.records import RecordSchema
 from quotaplane.core.spark.readers import CheckedInput, ReadCounts, check_once, read_telemetry
 from quotaplane.core.spark.schemas import spark_schema
 from quotaplane.core.spark.side_by_side import side_by_side
+from quotaplane.core.spark.tables import write_parquet
 from quotaplane.core.spark.time_span import TimeSpan
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.metrics import StorageMetrics
@@ -84,9 +85,9 @@ def _decide(ctx: StageContext, config: StorageConfig, inputs: dict[str, DataFram
                   persist=observations)
     span = TimeSpan("storage_decision_span")
     try:
-        span.observe(ev.decisions).write.mode("overwrite").parquet(str(ctx.out_dir / table))
+        write_parquet(span.observe(ev.decisions), ctx.out_dir / table)
         if observations and ctx.detail:
-            ev.volumes.write.mode("overwrite").parquet(str(ctx.out_dir / OBSERVATIONS))
+            write_parquet(ev.volumes, ctx.out_dir / OBSERVATIONS)
     except BaseException:
         ev.release()
         raise

@@ -32,6 +32,7 @@ from pyspark.sql import types as T
 
 from quotaplane.core.incremental import QUARANTINE, Incremental, Table
 from quotaplane.core.spark.session import shuffle_partitions, task_slots, tasks_for
+from quotaplane.core.spark.tables import write_parquet
 from quotaplane.stream.commits import Commit, CommitLog, publish, staging_dir
 from quotaplane.stream.keyed import LATE_TABLE, STATE, step_function
 from quotaplane.stream.plan import Streamed
@@ -268,8 +269,8 @@ class MicroBatches:
                          F.collect_list(F.when(kind == STATE, F.col("row"))).alias("outcomes")]
             target = self.log.state_dir(policy.name, number)
             staged = staging_dir(target)
-            counted = observe_all(result, counters, lambda df: df.where(kind == STATE).select(
-                "key", "state").write.mode("overwrite").parquet(str(staged)))
+            counted = observe_all(result, counters, lambda df: write_parquet(
+                df.where(kind == STATE).select("key", "state"), staged))
             count_of = {name: int(counted[f"n_{i}"]) for i, name in enumerate(names)}
             for text in counted["outcomes"]:
                 for name, values in json.loads(text).items():
@@ -330,7 +331,7 @@ class MicroBatches:
         if sub is not None:
             target = target / sub
         staged = staging_dir(target)
-        df.coalesce(files_for(rows)).write.mode("overwrite").parquet(str(staged))
+        write_parquet(df.coalesce(files_for(rows)), staged)
         publish(staged, target)
 
     def _write_quarantine(self, df: DataFrame, number: int, source: str, rows: int) -> None:
@@ -338,7 +339,7 @@ class MicroBatches:
         input, as the batch run's `quarantine/<record>`; `source` is `reader` (a row's own rules) or
         the policy that quarantined rows by rules over several rows."""
         staged = self.out_dir / "quarantine" / f"_writing-batch={number}-{source}"
-        df.coalesce(files_for(rows)).write.mode("overwrite").partitionBy("record").parquet(str(staged))
+        write_parquet(df.coalesce(files_for(rows)), staged, partition_by=["record"])
         for folder in sorted(staged.glob("record=*")):
             name = folder.name[len("record="):]
             publish(folder, self.out_dir / "quarantine" / name / f"batch={number}" / f"source={source}")

@@ -17,7 +17,6 @@ topic decisions: the stage provides nothing to `Outputs`.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -28,6 +27,7 @@ from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.readers import check_once, read_telemetry
 from quotaplane.core.spark.session import shuffle_partitions, task_slots, tasks_for
 from quotaplane.core.spark.side_by_side import side_by_side
+from quotaplane.core.spark.tables import write_parquet
 from quotaplane.topics.config import TopicQuotaConfig, change_error
 from quotaplane.topics.engine.decision import DECISIONS
 from quotaplane.topics.engine.evaluate import MeterSnapshot
@@ -75,7 +75,7 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
                              over_used={"first": (F.min, "ts_ms"), "as_of": (F.max, "ts_ms")})
         counts = checked.counts
         as_of = checked.aggregates["as_of"]
-    _write(_changes(ctx.spark, config), out / "topic_threshold_changes")
+    write_parquet(_changes(ctx.spark, config), out / "topic_threshold_changes")
     rejected = [str(change_error(c)) for c in config.rejected_changes]
     if as_of is None:
         checked.release()
@@ -88,7 +88,7 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
         tasks = judging_tasks(ctx.spark, counts.used)
         rows = checked.used.transform(evaluate_requests(config, int(as_of), tasks))
         observed, observation = observe_meters(rows)
-        _write(decisions(observed), out / "topic_decisions")
+        write_parquet(decisions(observed), out / "topic_decisions")
         meter_rows = observed_meters(observation)
         meter_schema, decided_schema = meters(rows).schema, decisions(rows).schema
         checked.release()
@@ -99,12 +99,13 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
         intervals = decided.transform(topic_intervals(config.interval_ms))
 
         def from_decisions() -> None:
-            _write(intervals, intervals_path)
-            _write(decided.transform(dropped_log(config.message_max_bytes)), out / "topic_dropped")
+            write_parquet(intervals, intervals_path)
+            write_parquet(decided.transform(dropped_log(config.message_max_bytes)), out / "topic_dropped")
 
         # the meters are a small table from the driver: written while the decisions are scanned
         side_by_side(from_decisions,
-                     lambda: _write(meter_table(ctx.spark, meter_rows, meter_schema), out / "topic_meters"))
+                     lambda: write_parquet(meter_table(ctx.spark, meter_rows, meter_schema),
+                                           out / "topic_meters"))
         intervals = ctx.spark.read.schema(intervals.schema).parquet(str(intervals_path))
     with ctx.progress.step("topics: metrics and report"):
         totals = broker_topic_totals(decided)
@@ -143,10 +144,6 @@ def judging_tasks(spark: SparkSession, requests: int) -> int:
     partitions (all of them when the cluster's slots are unknown: Spark Connect)."""
     limit, slots = shuffle_partitions(spark), task_slots(spark)
     return tasks_for(requests, ROWS_PER_TASK, limit, slots, at_least=limit if slots is None else slots)
-
-
-def _write(df: DataFrame, path: Path) -> None:
-    df.write.mode("overwrite").parquet(str(path))
 
 
 def _changes(spark: SparkSession, config: TopicQuotaConfig) -> DataFrame:

@@ -1,0 +1,30 @@
+"""Every table of a run written as Parquet in one way (docs/performance.md, "Dictionaries of at
+most 64 KiB").
+
+Parquet's writer (parquet-java's `DictionaryValuesWriter`) first encodes each column of a row
+group with a dictionary. It falls back to plain values when the dictionary passes
+`parquet.dictionary.page.size` (1 MiB by default), or at the first page when the dictionary does
+not make it smaller, and then writes every value taken so far again. A column of times, rates or
+byte counts is thus hashed into a dictionary that is thrown away. A cap of 64 KiB gives up sixteen
+times sooner, while names, types and other columns of few distinct values keep their dictionary:
+the files keep their size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from pyspark.sql import DataFrame
+
+DICTIONARY_PAGE_BYTES = 64 * 1024
+
+
+def write_parquet(df: DataFrame, path: Path | str, partition_by: Sequence[str] = ()) -> None:
+    """Write `df` to `path` as Parquet, replacing what is there (`partition_by`: one folder per
+    value of those columns)."""
+    writer = (df.write.mode("overwrite")
+              .option("parquet.dictionary.page.size", str(DICTIONARY_PAGE_BYTES)))
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    writer.parquet(str(path))
