@@ -1,4 +1,5 @@
-"""The forecast's settings: fit window, horizon, how many contributors are listed.
+"""The forecast's settings (fit window, horizon, how many contributors are listed) and the run's
+forecast configuration.
 
 Durations are written as a number with a unit, `90s`, `30m`, `6h`, `7d` (or an ISO-8601
 duration such as `PT6H`); see docs/forecast.md.
@@ -10,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from quotaplane.core.errors import ConfigError
+from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.values import NANOS_PER_MS, parse_iso_duration_ns
 
 DEFAULT_WINDOW_MS = 6 * 3_600_000
@@ -65,3 +67,16 @@ def settings_of(window: str | None, horizon: str | None, lookback: str | None = 
     horizon_ms = parse_duration_ms(f"{prefix}horizon", horizon) if horizon else DEFAULT_HORIZON_MS
     lookback_ms = parse_duration_ms(f"{prefix}lookback", lookback) if lookback else DEFAULT_LOOKBACK_MS
     return ForecastSettings(window_ms=window_ms, horizon_ms=horizon_ms, lookback_ms=lookback_ms)
+
+
+@dataclass(frozen=True)
+class ForecastConfig:
+    """What `quotaplane run` forecasts: `settings` from `window` and `horizon` (the option texts, as
+    given); the volumes with `storage` (the run's storage configuration), the backlogs with `backlog`
+    (backlog policies were given)."""
+
+    settings: ForecastSettings
+    storage: StorageConfig | None
+    backlog: bool
+    window: str
+    horizon: str

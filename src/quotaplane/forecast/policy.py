@@ -8,24 +8,14 @@ checks (`BacklogChecks`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from quotaplane.backlog.outputs import BacklogChecks
 from quotaplane.core.policy import Outputs, Policy, RunConfigs, StageContext, StageResult, find_input
-from quotaplane.forecast.config import ForecastSettings, settings_of
+from quotaplane.forecast.config import ForecastConfig, settings_of
 from quotaplane.forecast.records import INPUTS
-from quotaplane.storage.config import StorageConfig, load_storage_config
+from quotaplane.storage.config import load_storage_config
 from quotaplane.storage.outputs import StorageDecisions
-
-
-@dataclass(frozen=True)
-class ForecastConfig:
-    settings: ForecastSettings
-    storage: StorageConfig | None
-    backlog: bool
-    window: str
-    horizon: str
 
 
 class ForecastPolicy(Policy[ForecastConfig]):

@@ -19,10 +19,10 @@ from quotaplane.backlog.outputs import BacklogChecks
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.readers import ReadCounts, check_once, read_telemetry
 from quotaplane.core.spark.tables import write_parquet
+from quotaplane.forecast.config import ForecastConfig
 from quotaplane.forecast.engine.backlog import BacklogForecast
 from quotaplane.forecast.engine.volumes import VolumeForecast
 from quotaplane.forecast.metrics import ForecastMetrics
-from quotaplane.forecast.policy import ForecastConfig
 from quotaplane.forecast.records import PARTITION_SIZES
 from quotaplane.forecast.report import PLOTTED, ForecastReportData, build_sections, ranked_volumes
 from quotaplane.forecast.spark.backlog import forecast_backlogs
