@@ -4,10 +4,12 @@ watermark, state carried between micro-batches, replays written once, the flush.
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 from typing import ClassVar
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
@@ -15,7 +17,7 @@ from quotaplane.core.fields import UNPARSABLE
 from quotaplane.core.incremental import QUARANTINE, Advance
 from quotaplane.core.spark.session import task_slots, tasks_for
 from quotaplane.stream.commits import CommitLog
-from quotaplane.stream.keyed import STATE, outcome_counts, outcome_value, step_function
+from quotaplane.stream.keyed import STATE, outcome_counts, outcome_value, partition_step, step_function
 from quotaplane.stream.plan import Streamed
 from quotaplane.stream.spark.microbatch import (
     ROWS_PER_FILE,
@@ -103,7 +105,7 @@ def test_rows_are_decided_once_final_and_state_carries_between_batches(setup) ->
     assert [len(list(folder.glob("part-*.parquet"))) for folder in written] == [1, 1, 1]
 
 
-def test_a_micro_batch_is_a_job_to_count_one_to_step_and_keep_state_and_one_per_table(setup) -> None:
+def test_a_micro_batch_is_a_job_to_count_and_one_to_step_keep_state_and_write_a_table(setup) -> None:
     spark, tmp, log, batches = setup
     lines = [_event(0, "a"), _event(1_000, "b"), _event(5_000, "a")]
     path = _file(tmp / "landing" / "events", "a.jsonl", lines)
@@ -115,8 +117,9 @@ def test_a_micro_batch_is_a_job_to_count_one_to_step_and_keep_state_and_one_per_
     finally:
         context.setLocalProperty("spark.jobGroup.id", None)
     # nothing quarantined or late: the counts are observed on the job that caches the batch, the
-    # keys' outcomes on the job that steps them and writes their state; then the echo table
-    assert len(context.statusTracker().getJobIdsForGroup("one-micro-batch")) == 3
+    # keys' outcomes on the job that steps them, in whose tasks they write their state and the
+    # echo table (the policy's first; any other table is a job of its own)
+    assert len(context.statusTracker().getJobIdsForGroup("one-micro-batch")) == 2
     assert log.latest().totals == {"read:events": 3, "used:events": 3, "quarantined:events": 0,
                                    "late:events": 0, "table:echo": 2}
     assert log.latest().keys == {"echo": 2}
@@ -144,6 +147,28 @@ def test_a_key_steps_in_arrow_and_answers_in_the_types_spark_gave_it(text) -> No
     after = step_function(_Judged(), None, None)(again)  # the flush: the pending row at 3000
     assert json.loads(after.column("row")[0].as_py())["seen"] == 1
     assert after.column("row")[1].as_py() == '{"echo:v":{"1.0":1}}'
+
+
+def test_a_task_steps_each_key_of_its_sorted_rows_once_and_writes_their_states_in_one_file(tmp_path) -> None:
+    # a key's rows may span Arrow batches; each key is one group, stepped once
+    def rows(k: str, *times: int) -> pa.RecordBatch:
+        lines = [json.dumps({"ts": ts, "k": k, "v": 1.0, "_file": 1, "_position": ts}) for ts in times]
+        return pa.record_batch({"key": [f'{{"k":"{k}"}}'] * len(times), "input": ["events"] * len(times),
+                                "row": lines, "state": pa.array([None] * len(times), pa.binary())})
+
+    batches = [rows("a", 0, 1), rows("a", 2), pa.concat_batches([rows("b", 0), rows("c", 0, 5_000)])]
+    out = pa.Table.from_batches(list(partition_step(Echo(), None, 1_000, str(tmp_path))(iter(batches))))
+    assert out.column_names == ["key", "table", "row", "through"]
+    decided = [(json.loads(k)["k"], json.loads(r)["seen"]) for k, t, r in
+               zip(*(out.column(c).to_pylist() for c in ("key", "table", "row")), strict=True) if t == "echo"]
+    assert decided == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("c", 0)]
+    assert [json.loads(k)["k"] for k, t in zip(out.column("key").to_pylist(), out.column("table").to_pylist(),
+                                               strict=True) if t == STATE] == ["a", "b", "c"]
+    assert [p.name for p in tmp_path.iterdir()] == ["part-00000.parquet"]  # no hidden file left
+    states = pq.read_table(tmp_path / "part-00000.parquet")
+    kept = {json.loads(k)["k"]: pickle.loads(v) for k, v in zip(*states.to_pydict().values(), strict=True)}
+    pending_and_seen = {k: (len(v["pending"]), v["seen"]) for k, v in kept.items()}
+    assert pending_and_seen == {"a": (0, 3), "b": (0, 1), "c": (1, 1)}
 
 
 def test_outcomes_are_counted_per_value_a_string_as_is_any_other_value_as_json() -> None:
@@ -209,6 +234,18 @@ def test_rows_a_policy_quarantines_are_counted_for_their_input_and_kept(spark, t
     kept = spark.read.parquet(str(tmp_path / "out" / "quarantine" / "events" / "batch=1" / "source=echo"))
     assert sorted((json.loads(r["row"])["ts"], r["reason"]) for r in kept.collect()) == [
         (1_000, "v below 0"), (2_000, "v below 0")]
+
+
+def test_a_batch_without_keys_leaves_an_empty_state_and_no_table_partition(setup) -> None:
+    spark, tmp, log, batches = setup
+    batches.process(_batch(spark, _file(tmp / "landing" / "events", "a.jsonl", ["not json"])), 0)
+    assert log.latest().keys == {"echo": 0} and log.latest().decided == {"echo": 0}
+    assert list(log.state_dir("echo", 1).iterdir()) == []
+    assert not (tmp / "out" / "echo").exists()
+    lines = [_event(0, "a"), _event(5_000, "a")]
+    batches.process(_batch(spark, _file(tmp / "landing" / "events", "b.jsonl", lines)), 1)
+    assert log.latest().keys == {"echo": 1}
+    assert _echo(spark, tmp / "out") == [("a", 0, 0, 2)]
 
 
 def test_a_replayed_batch_writes_the_same_rows_once(setup) -> None:

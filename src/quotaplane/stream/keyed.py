@@ -1,6 +1,8 @@
-"""One key's step of a micro-batch, run by Spark on an executor (`applyInArrow`, one group per key).
+"""The keys' step of a micro-batch, run by Spark on the executors: `partition_step` is the
+`mapInArrow` function of a task, whose rows are sorted by key; it steps each key's rows as one
+group (`step_function`) and writes the task's new key states to one file of the checkpoint.
 
-The group holds the key's state row (`input` = `STATE`, the pickled state in `state`; absent for a
+A group holds the key's state row (`input` = `STATE`, the pickled state in `state`; absent for a
 key not seen before) and its new rows (`input` = the input's name, the row as JSON in `row`). The
 policy's `Incremental.advance` decides what is final; the group returns one row per decided table
 row (`table`, `row` as JSON), per late row (`table` = `LATE_TABLE`) and the key's new state
@@ -14,12 +16,14 @@ integer; Spark's `from_json` reads them back to the same double and long.
 from __future__ import annotations
 
 import json
+import os
 import pickle
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from quotaplane.core.incremental import Incremental
 
@@ -53,8 +57,8 @@ def outcome_counts(policy: Incremental[Any], tables: Mapping[str, Sequence[Mappi
 
 def step_function(policy: Incremental[Any], config: Any, watermark_ms: int | None,
                   ) -> Callable[[pa.Table], pa.Table]:
-    """The `applyInArrow` function advancing each key of `policy` to `watermark_ms`. A group is read
-    and returned as Arrow columns, without a pandas frame each way: a key's own cost is its rows,
+    """The function advancing one key's group of `policy` to `watermark_ms`. A group is read and
+    returned as Arrow columns, without a pandas frame each way: a key's own cost is its rows,
     and a micro-batch of thousands of keys with a few rows each pays no frame per key."""
 
     def step(group: pa.Table) -> pa.Table:
@@ -101,3 +105,64 @@ def step_function(policy: Incremental[Any], config: Any, watermark_ms: int | Non
         })
 
     return step
+
+
+def partition_step(policy: Incremental[Any], config: Any, watermark_ms: int | None, state_dir: str,
+                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The `mapInArrow` function advancing the keys of one task's partition, its rows sorted by key
+    (so each key's rows are one run): each key is stepped by `step_function`, whose answer is given
+    back without the key's pickled state. The task writes its keys' states (`key`, `state`) to one
+    Parquet file of `state_dir`, named by its partition (a retried task replaces it), under a hidden
+    name renamed into place when whole. The state row (`table` = `STATE`) stays, with the key's
+    outcome counts and `through`."""
+    step = step_function(policy, config, watermark_ms)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        keys: list[Any] = []
+        states: list[Any] = []
+        state_type: pa.DataType = pa.binary()
+        for group in _key_runs(batches):
+            out = step(group)
+            last = out.num_rows - 1
+            keys.append(out.column("key")[last])
+            states.append(out.column("state")[last])
+            state_type = out.schema.field("state").type
+            yield from out.drop_columns(["state"]).to_batches()
+        if keys:
+            _write_states(state_dir, pa.table({"key": pa.array([k.as_py() for k in keys], pa.string()),
+                                               "state": pa.array([s.as_py() for s in states], state_type)}))
+
+    return run
+
+
+def _key_runs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
+    """The rows of `batches` (sorted by `key`) as one table per key."""
+    pending: list[pa.RecordBatch] = []
+    current: Any = None
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        keys = batch.column("key").to_pylist()
+        start = 0
+        for i in range(1, len(keys) + 1):
+            if i == len(keys) or keys[i] != keys[start]:
+                if keys[start] != current and pending:
+                    yield pa.Table.from_batches(pending)
+                    pending = []
+                current = keys[start]
+                pending.append(batch.slice(start, i - start))
+                start = i
+    if pending:
+        yield pa.Table.from_batches(pending)
+
+
+def _write_states(state_dir: str, table: pa.Table) -> None:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    part = context.partitionId() if context is not None else 0
+    os.makedirs(state_dir, exist_ok=True)
+    final = os.path.join(state_dir, f"part-{part:05d}.parquet")
+    hidden = os.path.join(state_dir, f".part-{part:05d}.parquet.tmp")
+    pq.write_table(table, hidden)
+    os.replace(hidden, final)

@@ -4,11 +4,12 @@ The batch's files (one row per file: its input, path and text) are split into li
 checked exactly as `quotaplane run` reads JSON Lines (`quotaplane.core.spark.readers`): rows that
 break a rule go to `quarantine/<input>/batch=<n>` with the reason, used rows whose event time is
 below the previous commit's watermark go to `late/<input>/batch=<n>` (never silently dropped), and
-the rest go to their policy, split by its key: one `applyInArrow` group per key holds the key's
-state (from the previous commit) and its new rows (`quotaplane.stream.keyed`). The decided rows are
-written to the policy's tables under `batch=<n>`, the new state to the checkpoint, then the commit
-is recorded (`quotaplane.stream.commits`). Per input and batch `read = used + quarantined + late`,
-where `used` counts the rows handed to a policy.
+the rest go to their policy, split by its key: the key's state (from the previous commit) and its
+new rows are one group, stepped in a task of `mapInArrow` over rows partitioned and sorted by key
+(`quotaplane.stream.keyed`). The decided rows are written to the policy's tables under `batch=<n>`
+(the first table by the job that steps the keys), the new state to the checkpoint (by the stepping
+tasks, a file each), then the commit is recorded (`quotaplane.stream.commits`). Per input and
+batch `read = used + quarantined + late`, where `used` counts the rows handed to a policy.
 
 The watermark is the latest event time seen (over every input) minus `--watermark-delay`, never
 lower than the previous one; the final flush of `--until-idle` decides everything (no watermark)
@@ -34,7 +35,7 @@ from quotaplane.core.incremental import QUARANTINE, Incremental, Table
 from quotaplane.core.spark.session import shuffle_partitions, task_slots, tasks_for
 from quotaplane.core.spark.tables import write_parquet
 from quotaplane.stream.commits import Commit, CommitLog, publish, staging_dir
-from quotaplane.stream.keyed import LATE_TABLE, STATE, step_function
+from quotaplane.stream.keyed import LATE_TABLE, STATE, partition_step
 from quotaplane.stream.plan import Streamed
 
 _KIND_TYPES: dict[str, T.DataType] = {
@@ -45,8 +46,7 @@ ROWS_PER_FILE = 50_000  # a table of a micro-batch is written in a file per this
 ROWS_PER_TASK = 10_000  # the keyed groups of a micro-batch: a Python task per this many rows begun
 OUT_SCHEMA = T.StructType([
     T.StructField("key", T.StringType()), T.StructField("table", T.StringType()),
-    T.StructField("row", T.StringType()), T.StructField("state", T.BinaryType()),
-    T.StructField("through", T.LongType()),
+    T.StructField("row", T.StringType()), T.StructField("through", T.LongType()),
 ])
 STATE_SCHEMA = T.StructType([T.StructField("key", T.StringType()), T.StructField("state", T.BinaryType())])
 LATE_SCHEMA = T.StructType([T.StructField("input", T.StringType()), T.StructField("reason", T.StringType()),
@@ -250,27 +250,31 @@ class MicroBatches:
             keyed = keyed.unionByName(keys.crossJoin(shared).select(
                 "key", F.lit(policy.broadcast).alias("input"), "row",
                 F.lit(None).cast("binary").alias("state")))
-        step = step_function(policy, streamed.config, watermark)
+        target = self.log.state_dir(policy.name, number)
+        staged = staging_dir(target)
+        shutil.rmtree(staged, ignore_errors=True)  # a replayed commit's partial state
+        staged.mkdir(parents=True)
+        step = partition_step(policy, streamed.config, watermark, str(staged))
         rows_in = prev_keys + sum(report.inputs.get(i.name, {}).get("used", 0) for i in streamed.inputs)
         # the groups' result is persisted, so adaptive execution does not coalesce its shuffle: a
         # micro-batch of a few hundred rows stepped its keys in one task per shuffle partition
         tasks = tasks_for(rows_in, ROWS_PER_TASK, shuffle_partitions(spark), task_slots(spark))
-        keyed = keyed.repartition(tasks, "key")
-        result = (keyed.groupBy("key").applyInArrow(step, OUT_SCHEMA)
-                  .persist(StorageLevel.MEMORY_AND_DISK))
-        names = list(dict.fromkeys([STATE, *(t.name for t in policy.output_tables(streamed.config)),
-                                    LATE_TABLE, QUARANTINE]))
+        keyed = keyed.repartition(tasks, "key").sortWithinPartitions("key")
+        result = keyed.mapInArrow(step, OUT_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
+        tables = policy.output_tables(streamed.config)
+        names = list(dict.fromkeys([STATE, *(t.name for t in tables), LATE_TABLE, QUARANTINE]))
+        first = self._partition(tables[0].name, number) if tables else None
         try:
-            # one job steps the keys and writes their state, and counts what they decided: rows per
-            # table, the keys' outcome counts (`keyed.outcome_counts`), the least `through`
+            # one job steps the keys (each task writes its keys' state), writes the first table and
+            # counts what the keys decided: rows per table, their outcome counts
+            # (`keyed.outcome_counts`), the least `through`
             kind = F.col("table")
             counters = [F.count(F.when(kind == name, 1)).alias(f"n_{i}") for i, name in enumerate(names)]
             counters += [F.min("through").alias("through"),
                          F.collect_list(F.when(kind == STATE, F.col("row"))).alias("outcomes")]
-            target = self.log.state_dir(policy.name, number)
-            staged = staging_dir(target)
-            counted = observe_all(result, counters, lambda df: write_parquet(
-                df.where(kind == STATE).select("key", "state"), staged))
+            counted = observe_all(result, counters, None if first is None else lambda df: write_parquet(
+                # in the keys' own tasks, so not coalesced: that would step the keys in fewer tasks
+                _typed(df, tables[0]), staging_dir(first)))
             count_of = {name: int(counted[f"n_{i}"]) for i, name in enumerate(names)}
             for text in counted["outcomes"]:
                 for name, values in json.loads(text).items():
@@ -278,16 +282,22 @@ class MicroBatches:
                     for value, n in values.items():
                         total[value] = total.get(value, 0) + n
             report.keys[policy.name] = count_of[STATE]
-            for table in policy.output_tables(streamed.config):
+            for i, table in enumerate(tables):
                 count = count_of[table.name]
                 report.tables[table.name] = count
-                if count == 0:
-                    continue
-                parsed = F.from_json("row", table_schema(table))
-                rows_of = result.where(F.col("table") == table.name).select(parsed.alias("_r"))
-                self._write(rows_of.select(*table_columns(table, F.col("_r"))), table.name, number, count)
-                if table.name in self.shared:
-                    report.shared[table.name] = [_plain(r.asDict()) for r in rows_of.select("_r.*").collect()]
+                if i == 0:
+                    assert first is not None
+                    if count:
+                        publish(staging_dir(first), first)
+                    else:  # no partition for a table without rows (nor a table folder before any)
+                        shutil.rmtree(staging_dir(first), ignore_errors=True)
+                        if not any(first.parent.iterdir()):
+                            first.parent.rmdir()
+                elif count:
+                    self._write(_typed(result, table), table.name, number, count)
+                if count and table.name in self.shared:
+                    shared_rows = _parsed(result, table).select("_r.*").collect()
+                    report.shared[table.name] = [_plain(r.asDict()) for r in shared_rows]
             if count_of[LATE_TABLE]:
                 late = result.where(F.col("table") == LATE_TABLE).select(
                     F.from_json("row", LATE_SCHEMA).alias("_l")).select("_l.*")
@@ -324,12 +334,15 @@ class MicroBatches:
 
     # -- writing ---------------------------------------------------------------------------------
 
+    def _partition(self, table: str, number: int, sub: str | None = None) -> Path:
+        """`<table>/batch=<number>[/<sub>]` of the output."""
+        target = self.out_dir / table / f"batch={number}"
+        return target if sub is None else target / sub
+
     def _write(self, df: DataFrame, table: str, number: int, rows: int, sub: str | None = None) -> None:
         """Write `<table>/batch=<number>[/<sub>]` (`rows` rows) whole or not at all
         (`commits.publish`), in `files_for(rows)` files at most."""
-        target = self.out_dir / table / f"batch={number}"
-        if sub is not None:
-            target = target / sub
+        target = self._partition(table, number, sub)
         staged = staging_dir(target)
         write_parquet(df.coalesce(files_for(rows)), staged)
         publish(staged, target)
@@ -344,6 +357,17 @@ class MicroBatches:
             name = folder.name[len("record="):]
             publish(folder, self.out_dir / "quarantine" / name / f"batch={number}" / f"source={source}")
         shutil.rmtree(staged, ignore_errors=True)
+
+
+def _parsed(result: DataFrame, table: Table) -> DataFrame:
+    """`table`'s rows of the keys' `result`, parsed: `_r.*` are its columns."""
+    parsed = F.from_json("row", table_schema(table))
+    return result.where(F.col("table") == table.name).select(parsed.alias("_r"))
+
+
+def _typed(result: DataFrame, table: Table) -> DataFrame:
+    """`table`'s rows of the keys' `result` in its columns and types."""
+    return _parsed(result, table).select(*table_columns(table, F.col("_r")))
 
 
 def files_for(rows: int) -> int:
