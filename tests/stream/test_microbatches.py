@@ -14,11 +14,14 @@ import pytest
 from pyspark.sql import functions as F
 
 from quotaplane.core.fields import UNPARSABLE
-from quotaplane.core.incremental import QUARANTINE, Advance
+from quotaplane.core.incremental import QUARANTINE, Advance, Column, Table
+from quotaplane.core.policy import Input
+from quotaplane.core.records import Field, RecordSchema
 from quotaplane.core.spark.session import task_slots, tasks_for
 from quotaplane.stream.commits import CommitLog
 from quotaplane.stream.keyed import STATE, outcome_counts, outcome_value, partition_step, step_function
 from quotaplane.stream.plan import Streamed
+from quotaplane.stream.spark import microbatch
 from quotaplane.stream.spark.microbatch import (
     ROWS_PER_FILE,
     ROWS_PER_TASK,
@@ -26,7 +29,7 @@ from quotaplane.stream.spark.microbatch import (
     files_for,
 )
 from quotaplane.stream.spark.source import checked_lines
-from tests.stream.echo import INPUT, Echo
+from tests.stream.echo import INPUT, TABLE, Echo
 from tests.support.plans import plan_text
 
 pytestmark = pytest.mark.spark
@@ -246,6 +249,56 @@ def test_a_batch_without_keys_leaves_an_empty_state_and_no_table_partition(setup
     batches.process(_batch(spark, _file(tmp / "landing" / "events", "b.jsonl", lines)), 1)
     assert log.latest().keys == {"echo": 1}
     assert _echo(spark, tmp / "out") == [("a", 0, 0, 2)]
+
+
+NOTES = Input("notes", RecordSchema("notes", (Field("ts", "time_ms"), Field("k", "string", required=False))),
+              "notes for one key, or every key when they name none")
+
+
+class _Noted(Echo):
+    """Echo, and a `noted` table: per key, each note given to it (a note naming no key goes to
+    every key, as a collection error naming no cluster goes to every cluster)."""
+
+    time_fields: ClassVar[dict[str, str]] = {"events": "ts", "notes": "ts"}
+    unkeyed = ("notes",)
+    tables = (TABLE, Table("noted", (Column("k", "string"), Column("ts_ms", "long"))))
+
+    def advance(self, config, state, rows, watermark_ms) -> Advance:
+        done = super().advance(config, state, rows, watermark_ms)
+        notes = [{"k": r["k"], "ts_ms": r["ts"]} for r in rows.get("notes", ())]
+        return Advance({**done.tables, "noted": notes}, done.late)
+
+
+def test_rows_naming_no_key_go_to_every_key_and_cost_nothing_when_there_are_none(spark, tmp_path,
+                                                                                monkeypatch) -> None:
+    spread: list[str] = []  # the policies whose rows naming no key were spread, per call
+    real = microbatch._spread_unkeyed
+    monkeypatch.setattr(microbatch, "_spread_unkeyed", lambda keyed, policy: spread.append(policy.name)
+                        or real(keyed, policy))
+    log = CommitLog(tmp_path / "checkpoint")
+    streamed = Streamed(_Noted(), None, (INPUT, NOTES))
+    batches = MicroBatches([streamed], tmp_path / "out", log, DELAY_MS)
+
+    def batch(name: str, events: list[str], notes: list[str]):
+        files = [_file(tmp_path / "landing" / "events", name, events),
+                 _file(tmp_path / "landing" / "notes", name, notes)]
+        texts = spark.read.option("wholetext", "true").text([str(f) for f in files]).select(
+            F.input_file_name().alias("file"), "value")
+        return (checked_lines(texts.where(F.col("file").contains("/events/")), streamed, INPUT)
+                .unionByName(checked_lines(texts.where(F.col("file").contains("/notes/")), streamed, NOTES)))
+
+    def noted() -> list[tuple[str, int]]:
+        rows = spark.read.parquet(str(tmp_path / "out" / "noted")).collect()
+        return sorted((r["k"], r["ts_ms"]) for r in rows)
+
+    batches.process(batch("a.jsonl", [_event(0, "a"), _event(0, "b")],
+                          [json.dumps({"ts": 0}), json.dumps({"ts": 0, "k": "b"})]), 0)
+    assert noted() == [("a", 0), ("b", 0), ("b", 0)] and spread == ["echo"]
+    # no note naming no key (counted with the batch's other counts): no aggregate and join to spread it
+    batches.process(batch("b.jsonl", [_event(1_000, "a")], [json.dumps({"ts": 1_000, "k": "a"})]), 1)
+    assert noted() == [("a", 0), ("a", 1_000), ("b", 0), ("b", 0)] and spread == ["echo"]
+    assert batches.flush(spark) is not None and spread == ["echo"]
+    assert log.latest().totals["used:notes"] == 3
 
 
 def test_a_replayed_batch_writes_the_same_rows_once(setup) -> None:

@@ -71,6 +71,8 @@ class BatchReport:
     shared: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: per such table, the time before which all its rows have been written (`decided_through`)
     through: dict[str, int | None] = field(default_factory=dict)
+    #: per policy with `Incremental.unkeyed` inputs, this batch's used rows of them naming no key
+    unkeyed: dict[str, int] = field(default_factory=dict)
 
     @property
     def rows_read(self) -> int:
@@ -180,7 +182,11 @@ class MicroBatches:
             counters += [F.count(F.when(mine, 1)).alias(f"read_{i}"),
                          F.count(F.when(mine & ~ok, 1)).alias(f"quarantined_{i}"),
                          F.count(F.when(mine & ok & late, 1)).alias(f"late_{i}")]
+        spread = [s.policy for s in self.streamed if s.policy.unkeyed]
+        counters += [F.count(F.when(ok & ~late & _unkeyed(policy), 1)).alias(f"unkeyed_{policy.name}")
+                     for policy in spread]
         counted = observe_all(checked, counters)
+        report.unkeyed = {policy.name: int(counted[f"unkeyed_{policy.name}"]) for policy in spread}
         for i, name in enumerate(names):
             read, quarantined = int(counted[f"read_{i}"]), int(counted[f"quarantined_{i}"])
             n_late = int(counted[f"late_{i}"])
@@ -242,7 +248,7 @@ class MicroBatches:
         keyed = parts[0]
         for part in parts[1:]:
             keyed = keyed.unionByName(part)
-        if policy.unkeyed:
+        if report.unkeyed.get(policy.name):  # an aggregate and a join: only when there are such rows
             keyed = _spread_unkeyed(keyed, policy)
         if broadcast:
             keys = keyed.select("key").distinct()
@@ -396,13 +402,23 @@ def observe_all(df: DataFrame, counters: Sequence[Column],
 def _spread_unkeyed(keyed: DataFrame, policy: Incremental[Any]) -> DataFrame:
     """Rows of `policy.unkeyed` inputs naming no key, given to every other key in the batch or the
     state (the step fills the key's fields in), or kept under the null key when there is none."""
-    null_key = json.dumps(dict.fromkeys(policy.key), separators=(",", ":"))
-    unkeyed = F.col("input").isin(list(policy.unkeyed)) & (F.col("key") == null_key)
+    null_key = _null_key(policy)
+    unkeyed = _unkeyed(policy)
     known = keyed.where(F.col("key") != null_key).agg(F.collect_set("key").alias("keys"))
     targets = known.select(F.explode(F.when(F.size("keys") > 0, F.col("keys"))
                                      .otherwise(F.array(F.lit(null_key)))).alias("key"))
     spread = keyed.where(unkeyed).drop("key").crossJoin(targets)
     return keyed.where(~unkeyed).unionByName(spread)
+
+
+def _null_key(policy: Incremental[Any]) -> str:
+    """The key (as the source writes it) of a row that names none of the policy's key fields."""
+    return json.dumps(dict.fromkeys(policy.key), separators=(",", ":"))
+
+
+def _unkeyed(policy: Incremental[Any]) -> Column:
+    """A row of one of `policy.unkeyed`'s inputs that names no key."""
+    return F.col("input").isin(list(policy.unkeyed)) & (F.col("key") == _null_key(policy))
 
 
 def _json_row(row: dict[str, Any]) -> str:
