@@ -113,8 +113,8 @@ def partition_step(policy: Incremental[Any], config: Any, watermark_ms: int | No
     (so each key's rows are one run): each key is stepped by `step_function`, whose answer is given
     back without the key's pickled state. The task writes its keys' states (`key`, `state`) to one
     Parquet file of `state_dir`, named by its partition (a retried task replaces it), under a hidden
-    name renamed into place when whole. The state row (`table` = `STATE`) stays, with the key's
-    outcome counts and `through`."""
+    name of the attempt's own, renamed into place when whole. The state row (`table` = `STATE`)
+    stays, with the key's outcome counts and `through`."""
     step = step_function(policy, config, watermark_ms)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -160,9 +160,11 @@ def _write_states(state_dir: str, table: pa.Table) -> None:
     from pyspark import TaskContext
 
     context = TaskContext.get()
-    part = context.partitionId() if context is not None else 0
+    part, attempt = (context.partitionId(), context.attemptNumber()) if context is not None else (0, 0)
     os.makedirs(state_dir, exist_ok=True)
     final = os.path.join(state_dir, f"part-{part:05d}.parquet")
-    hidden = os.path.join(state_dir, f".part-{part:05d}.parquet.tmp")
+    # an attempt's own hidden name: two attempts of a task (a retry, a speculative copy) never
+    # write one file together, and the last to finish replaces the other's whole file
+    hidden = os.path.join(state_dir, f".part-{part:05d}-{attempt}.parquet.tmp")
     pq.write_table(table, hidden)
     os.replace(hidden, final)
