@@ -237,6 +237,10 @@ def test_rows_a_policy_quarantines_are_counted_for_their_input_and_kept(spark, t
     kept = spark.read.parquet(str(tmp_path / "out" / "quarantine" / "events" / "batch=1" / "source=echo"))
     assert sorted((json.loads(r["row"])["ts"], r["reason"]) for r in kept.collect()) == [
         (1_000, "v below 0"), (2_000, "v below 0")]
+    # the keys stepped again to write those rows (their result is not cached) left the same state:
+    # the pending row at 5000 is decided once, after the one at 0
+    assert batches.flush(spark) is not None
+    assert _echo(spark, tmp_path / "out") == [("a", 0, 0, 1), ("a", 5_000, 1, 2)]
 
 
 def test_a_batch_without_keys_leaves_an_empty_state_and_no_table_partition(setup) -> None:

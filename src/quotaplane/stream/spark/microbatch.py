@@ -266,8 +266,11 @@ class MicroBatches:
         # micro-batch of a few hundred rows stepped its keys in one task per shuffle partition
         tasks = tasks_for(rows_in, ROWS_PER_TASK, shuffle_partitions(spark), task_slots(spark))
         keyed = keyed.repartition(tasks, "key").sortWithinPartitions("key")
-        result = keyed.mapInArrow(step, OUT_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         tables = policy.output_tables(streamed.config)
+        kept = _read_again(tables, self.shared)
+        result = keyed.mapInArrow(step, OUT_SCHEMA)
+        if kept:
+            result = result.persist(StorageLevel.MEMORY_AND_DISK)
         names = list(dict.fromkeys([STATE, *(t.name for t in tables), LATE_TABLE, QUARANTINE]))
         first = self._partition(tables[0].name, number) if tables else None
         try:
@@ -315,7 +318,8 @@ class MicroBatches:
                 self._policy_quarantine(result, streamed, number, report, count_of[QUARANTINE])
             publish(staged, target)
         finally:
-            result.unpersist()
+            if kept:
+                result.unpersist()
         through = None if watermark is None else (
             int(counted["through"]) if counted["through"] is not None else watermark)
         for table in policy.output_tables(streamed.config):
@@ -363,6 +367,16 @@ class MicroBatches:
             name = folder.name[len("record="):]
             publish(folder, self.out_dir / "quarantine" / name / f"batch={number}" / f"source={source}")
         shutil.rmtree(staged, ignore_errors=True)
+
+
+def _read_again(tables: Sequence[Table], shared: set[str]) -> bool:
+    """Whether the keys' result is cached for the jobs after the one that steps them: when they
+    write a second table or collect a table other policies are given. Cached, it is a job of its
+    own before the first table's write (adaptive execution materialises a cached plan first).
+    Not cached, the rare micro-batch whose keys set rows aside (late or quarantined) steps them
+    again to write those: the same rows, state and watermark give the same rows, and the state
+    files the second step writes replace the first's before the state is published."""
+    return len(tables) > 1 or any(t.name in shared for t in tables)
 
 
 def _parsed(result: DataFrame, table: Table) -> DataFrame:
