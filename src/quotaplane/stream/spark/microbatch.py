@@ -262,8 +262,9 @@ class MicroBatches:
         staged.mkdir(parents=True)
         step = partition_step(policy, streamed.config, watermark, str(staged))
         rows_in = prev_keys + sum(report.inputs.get(i.name, {}).get("used", 0) for i in streamed.inputs)
-        # the groups' result is persisted, so adaptive execution does not coalesce its shuffle: a
-        # micro-batch of a few hundred rows stepped its keys in one task per shuffle partition
+        # as many tasks as the rows need: adaptive execution does not coalesce the shuffle of a
+        # cached plan, and a micro-batch of a few hundred rows stepped its keys in one task per
+        # shuffle partition
         tasks = tasks_for(rows_in, ROWS_PER_TASK, shuffle_partitions(spark), task_slots(spark))
         keyed = keyed.repartition(tasks, "key").sortWithinPartitions("key")
         tables = policy.output_tables(streamed.config)
