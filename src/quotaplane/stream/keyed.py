@@ -118,19 +118,17 @@ def partition_step(policy: Incremental[Any], config: Any, watermark_ms: int | No
     step = step_function(policy, config, watermark_ms)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        keys: list[Any] = []
-        states: list[Any] = []
-        state_type: pa.DataType = pa.binary()
+        keys: list[str] = []
+        states: list[bytes] = []
         for group in _key_runs(batches):
             out = step(group)
-            last = out.num_rows - 1
-            keys.append(out.column("key")[last])
-            states.append(out.column("state")[last])
-            state_type = out.schema.field("state").type
+            # the key's state is the answer's last row
+            keys.append(out.column("key")[-1].as_py())
+            states.append(out.column("state")[-1].as_py())
             yield from out.drop_columns(["state"]).to_batches()
         if keys:
-            _write_states(state_dir, pa.table({"key": pa.array([k.as_py() for k in keys], pa.string()),
-                                               "state": pa.array([s.as_py() for s in states], state_type)}))
+            _write_states(state_dir, pa.table({"key": pa.array(keys, pa.string()),
+                                               "state": pa.array(states, pa.binary())}))
 
     return run
 

@@ -323,7 +323,7 @@ class MicroBatches:
                 result.unpersist()
         through = None if watermark is None else (
             int(counted["through"]) if counted["through"] is not None else watermark)
-        for table in policy.output_tables(streamed.config):
+        for table in tables:
             if table.name in self.shared:
                 report.through[table.name] = through
 
