@@ -49,10 +49,10 @@ def _event(ts: int, k: str, v: float = 1.0) -> str:
     return json.dumps({"ts": ts, "k": k, "v": v})
 
 
-def _batch(spark, path: Path, slots: int | None = None):
+def _batch(spark, path: Path, slots: int | None = None, streamed: Streamed = ECHO, item: Input = INPUT):
     files = spark.read.option("wholetext", "true").text(str(path)).select(
         F.input_file_name().alias("file"), "value")
-    return checked_lines(files, ECHO, INPUT, slots)
+    return checked_lines(files, streamed, item, slots)
 
 
 @pytest.fixture
@@ -284,12 +284,9 @@ def test_rows_naming_no_key_go_to_every_key_and_cost_nothing_when_there_are_none
     batches = MicroBatches([streamed], tmp_path / "out", log, DELAY_MS)
 
     def batch(name: str, events: list[str], notes: list[str]):
-        files = [_file(tmp_path / "landing" / "events", name, events),
-                 _file(tmp_path / "landing" / "notes", name, notes)]
-        texts = spark.read.option("wholetext", "true").text([str(f) for f in files]).select(
-            F.input_file_name().alias("file"), "value")
-        return (checked_lines(texts.where(F.col("file").contains("/events/")), streamed, INPUT)
-                .unionByName(checked_lines(texts.where(F.col("file").contains("/notes/")), streamed, NOTES)))
+        return (_batch(spark, _file(tmp_path / "landing" / "events", name, events), streamed=streamed)
+                .unionByName(_batch(spark, _file(tmp_path / "landing" / "notes", name, notes),
+                                    streamed=streamed, item=NOTES)))
 
     def noted() -> list[tuple[str, int]]:
         rows = spark.read.parquet(str(tmp_path / "out" / "noted")).collect()
