@@ -179,6 +179,9 @@ def test_outcomes_are_counted_per_value_a_string_as_is_any_other_value_as_json()
         "null", "true", "false", "reject", "", "3", "1.5"]
     rows = [{"v": None}, {"v": 1.5}, {}, {"v": 1.5}, {"v": "x"}]
     assert outcome_counts(_Judged(), {"echo": rows}) == {"echo:v": {"null": 2, "1.5": 2, "x": 1}}
+    # equal values of other types are other values
+    mixed = [{"v": True}, {"v": 1}, {"v": 1.0}, {"v": 1}]
+    assert outcome_counts(_Judged(), {"echo": mixed}) == {"echo:v": {"true": 1, "1": 2, "1.0": 1}}
     assert outcome_counts(_Judged(), {"echo": []}) == {}
     assert outcome_counts(Echo(), {"echo": rows}) == {}
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -31,8 +31,13 @@ STATE = "_state"
 LATE_TABLE = "_late"
 
 
-def _dumps(row: dict[str, Any]) -> str:
-    return json.dumps(row, separators=(",", ":"), allow_nan=True, default=str)
+# one encoder for every row: `json.dumps` with options builds a new one per call
+_dumps: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":"), allow_nan=True, default=str).encode
+
+
+def _loads_all(texts: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows given as JSON objects, decoded in one call."""
+    return json.loads(f"[{','.join(texts)}]")
 
 
 def outcome_value(value: Any) -> str:
@@ -48,10 +53,15 @@ def outcome_counts(policy: Incremental[Any], tables: Mapping[str, Sequence[Mappi
     """Per `<table>:<column>` of `policy.outcomes` that has decided rows, the rows per value."""
     counts: dict[str, dict[str, int]] = {}
     for table, column in policy.outcomes.items():
-        for row in tables.get(table, ()):
-            values = counts.setdefault(f"{table}:{column}", {})
-            value = outcome_value(row.get(column))
-            values[value] = values.get(value, 0) + 1
+        rows = tables.get(table, ())
+        if not rows:
+            continue
+        # counted by type and value first (True and 1 are equal keys), each value labelled once
+        raw = Counter((type(v), v) for v in (row.get(column) for row in rows))
+        values = counts.setdefault(f"{table}:{column}", {})
+        for (_, value), n in raw.items():
+            label = outcome_value(value)
+            values[label] = values.get(label, 0) + n
     return counts
 
 
@@ -65,13 +75,14 @@ def step_function(policy: Incremental[Any], config: Any, watermark_ms: int | Non
         keys = group.column("key")
         key = keys[0].as_py()
         state: Any = None
-        rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        texts: dict[str, list[str]] = defaultdict(list)
         for kind, text, blob in zip(group.column("input").to_pylist(), group.column("row").to_pylist(),
                                     group.column("state").to_pylist(), strict=True):
             if kind == STATE:
                 state = pickle.loads(blob)
             else:
-                rows[kind].append(json.loads(text))
+                texts[kind].append(text)
+        rows = {kind: _loads_all(given) for kind, given in texts.items()}
         if policy.unkeyed and any(rows.get(name) for name in policy.unkeyed):
             fields = json.loads(key)
             if any(v is not None for v in fields.values()):
