@@ -140,15 +140,18 @@ def test_a_key_steps_in_arrow_and_answers_in_the_types_spark_gave_it(text) -> No
     group = pa.table({"key": pa.array(['{"k":"a"}'] * 2, text), "input": pa.array(["events"] * 2, text),
                       "row": pa.array(rows, text), "state": pa.array([None, None], binary)})
     out = step_function(_Judged(), None, 1_000)(group)
-    assert [f.type for f in out.schema] == [text, text, text, binary, pa.int64()]
+    echo = pa.struct([("k", text), ("ts", pa.int64()), ("ts_ms", pa.int64()), ("v", pa.float64()),
+                      ("seen", pa.int64())])
+    assert [f.type for f in out.schema] == [text, text, text, binary, pa.int64(), echo]
     assert out.column("table").to_pylist() == ["echo", STATE]
-    assert json.loads(out.column("row")[0].as_py())["seen"] == 0
+    assert out.column("echo").to_pylist() == [{"k": "a", "ts": 0, "ts_ms": 0, "v": 1.0, "seen": 0}, None]
+    assert out.column("row").to_pylist()[0] is None
     assert json.loads(out.column("row")[1].as_py()) == {"echo:v": {"1.0": 1}}
     assert out.column("through").to_pylist() == [None, 1_000]
     again = pa.table({"key": group.column("key")[:1], "input": pa.array([STATE], text),
                       "row": pa.array([None], text), "state": out.column("state")[1:]})
     after = step_function(_Judged(), None, None)(again)  # the flush: the pending row at 3000
-    assert json.loads(after.column("row")[0].as_py())["seen"] == 1
+    assert after.column("echo")[0].as_py()["seen"] == 1
     assert after.column("row")[1].as_py() == '{"echo:v":{"1.0":1}}'
 
 
@@ -161,9 +164,9 @@ def test_a_task_steps_each_key_of_its_sorted_rows_once_and_writes_their_states_i
 
     batches = [rows("a", 0, 1), rows("a", 2), pa.concat_batches([rows("b", 0), rows("c", 0, 5_000)])]
     out = pa.Table.from_batches(list(partition_step(Echo(), None, 1_000, str(tmp_path))(iter(batches))))
-    assert out.column_names == ["key", "table", "row", "through"]
-    decided = [(json.loads(k)["k"], json.loads(r)["seen"]) for k, t, r in
-               zip(*(out.column(c).to_pylist() for c in ("key", "table", "row")), strict=True) if t == "echo"]
+    assert out.column_names == ["key", "table", "row", "through", "echo"]
+    columns = (out.column(c).to_pylist() for c in ("key", "table", "echo"))
+    decided = [(json.loads(k)["k"], r["seen"]) for k, t, r in zip(*columns, strict=True) if t == "echo"]
     assert decided == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("c", 0)]
     assert [json.loads(k)["k"] for k, t in zip(out.column("key").to_pylist(), out.column("table").to_pylist(),
                                                strict=True) if t == STATE] == ["a", "b", "c"]

@@ -5,12 +5,16 @@ group (`step_function`) and writes the task's new key states to one file of the 
 A group holds the key's state row (`input` = `STATE`, the pickled state in `state`; absent for a
 key not seen before) and its new rows (`input` = the input's name, the row as JSON in `row`). The
 policy's `Incremental.advance` decides what is final; the group returns one row per decided table
-row (`table`, `row` as JSON), per late row (`table` = `LATE_TABLE`) and the key's new state
-(`table` = `STATE`, with `through`: `decided_through`, and in `row` the key's decided rows counted
-by the value of each table's outcome column, `outcome_counts`, or null when it decided none).
+row (`table`, and the row in the column named after the table: a struct of the table's columns,
+`_out_type`), per row the policy quarantined (`table` = `QUARANTINE`, the row as JSON in `row`),
+per late row (`table` = `LATE_TABLE`, the same) and the key's new state (`table` = `STATE`, with
+`through`: `decided_through`, and in `row` the key's decided rows counted by the value of each
+table's outcome column, `outcome_counts`, or null when it decided none).
 
-JSON carries the values exactly: Python's `json` writes the shortest repr of a double and any
-integer; Spark's `from_json` reads them back to the same double and long.
+The decided rows go to Spark as Arrow columns of the table's types, with no text between: a
+Python int is a long (or an int), a float a double, as `quotaplane run` writes them. JSON carries
+the rest exactly: Python's `json` writes the shortest repr of a double and any integer, and
+Spark's `from_json` reads them back to the same double and long.
 """
 
 from __future__ import annotations
@@ -25,10 +29,28 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from quotaplane.core.incremental import Incremental
+from quotaplane.core.incremental import Incremental, Table
 
 STATE = "_state"
 LATE_TABLE = "_late"
+
+#: the Arrow type of each column kind but `string` (`timestamp_ms`: epoch ms, a timestamp once in Spark)
+_ARROW_KINDS = {"long": pa.int64(), "int": pa.int32(), "double": pa.float64(), "boolean": pa.bool_(),
+                "timestamp_ms": pa.int64()}
+
+
+def _out_type(table: Table, text: pa.DataType) -> pa.StructType:
+    """The Arrow struct of a row of `table`: its columns, in order, of their kinds' types (a string
+    of `text`)."""
+    return pa.struct([pa.field(c.name, _ARROW_KINDS.get(c.kind, text)) for c in table.columns])
+
+
+def _table_rows(table: Table, rows: Sequence[Mapping[str, Any]], kind: pa.StructType) -> pa.StructArray:
+    """`rows` (dicts, with at least `table`'s columns) as a struct array of `kind`, column by column."""
+    fields = list(kind)
+    columns = [pa.array([row.get(c.name) for row in rows], f.type)
+               for c, f in zip(table.columns, fields, strict=True)]
+    return pa.StructArray.from_arrays(columns, fields=fields)
 
 
 # one encoder for every row: `json.dumps` with options builds a new one per call
@@ -71,6 +93,9 @@ def step_function(policy: Incremental[Any], config: Any, watermark_ms: int | Non
     returned as Arrow columns, without a pandas frame each way: a key's own cost is its rows,
     and a micro-batch of thousands of keys with a few rows each pays no frame per key."""
 
+    tables = policy.output_tables(config)
+    names = {t.name for t in tables}
+
     def step(group: pa.Table) -> pa.Table:
         keys = group.column("key")
         key = keys[0].as_py()
@@ -93,27 +118,37 @@ def step_function(policy: Incremental[Any], config: Any, watermark_ms: int | Non
         if state is None:
             state = policy.new_state(config)
         advanced = policy.advance(config, state, rows, watermark_ms)
-        out_table: list[str] = []
-        out_row: list[str | None] = []
-        for table, decided in advanced.tables.items():
-            for row in decided:
-                out_table.append(table)
-                out_row.append(_dumps(row))
+        text = group.schema.field("row").type  # Spark's string type here (large or not)
+        # the decided rows first, table by table, each in its table's column
+        decided = [advanced.tables.get(t.name) or [] for t in tables]
+        out_table = [t.name for t, table_rows in zip(tables, decided, strict=True) for _ in table_rows]
+        out_row: list[str | None] = [None] * len(out_table)
+        for name, table_rows in advanced.tables.items():
+            if name not in names:  # rows the policy quarantined
+                out_table += [name] * len(table_rows)
+                out_row += [_dumps(row) for row in table_rows]
         for late in advanced.late:
             out_table.append(LATE_TABLE)
             out_row.append(_dumps(late))
         n = len(out_table)
         counts = outcome_counts(policy, advanced.tables)
         through = policy.decided_through(state, watermark_ms)
-        text = group.schema.field("row").type  # Spark's string type here (large or not)
-        return pa.table({
+        columns = {
             "key": pa.array([key] * (n + 1), keys.type),
             "table": pa.array([*out_table, STATE], text),
             "row": pa.array([*out_row, _dumps(counts) if counts else None], text),
             "state": pa.array([None] * n + [pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)],
                               group.schema.field("state").type),
             "through": pa.array([None] * n + [through], pa.int64()),
-        })
+        }
+        start = 0
+        for table, table_rows in zip(tables, decided, strict=True):
+            kind = _out_type(table, text)
+            columns[table.name] = pa.concat_arrays([
+                pa.nulls(start, kind), _table_rows(table, table_rows, kind),
+                pa.nulls(n + 1 - start - len(table_rows), kind)])
+            start += len(table_rows)
+        return pa.table(columns)
 
     return step
 

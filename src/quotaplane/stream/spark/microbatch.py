@@ -44,10 +44,10 @@ _KIND_TYPES: dict[str, T.DataType] = {
 }
 ROWS_PER_FILE = 50_000  # a table of a micro-batch is written in a file per this many rows begun
 ROWS_PER_TASK = 10_000  # the keyed groups of a micro-batch: a Python task per this many rows begun
-OUT_SCHEMA = T.StructType([
+OUT_FIELDS = [
     T.StructField("key", T.StringType()), T.StructField("table", T.StringType()),
     T.StructField("row", T.StringType()), T.StructField("through", T.LongType()),
-])
+]
 STATE_SCHEMA = T.StructType([T.StructField("key", T.StringType()), T.StructField("state", T.BinaryType())])
 LATE_SCHEMA = T.StructType([T.StructField("input", T.StringType()), T.StructField("reason", T.StringType()),
                             T.StructField("row", T.StringType())])
@@ -81,6 +81,12 @@ class BatchReport:
 
 def table_schema(table: Table) -> T.StructType:
     return T.StructType([T.StructField(c.name, _KIND_TYPES[c.kind], True) for c in table.columns])
+
+
+def out_schema(tables: Sequence[Table]) -> T.StructType:
+    """The keys' result (`quotaplane.stream.keyed`): a row's table, its JSON, the state's `through`,
+    and a decided row of each table in the column named after it."""
+    return T.StructType([*OUT_FIELDS, *(T.StructField(t.name, table_schema(t)) for t in tables)])
 
 
 def table_columns(table: Table, parsed: Column) -> list[Column]:
@@ -269,7 +275,7 @@ class MicroBatches:
         keyed = keyed.repartition(tasks, "key").sortWithinPartitions("key")
         tables = policy.output_tables(streamed.config)
         kept = _read_again(tables, self.shared)
-        result = keyed.mapInArrow(step, OUT_SCHEMA)
+        result = keyed.mapInArrow(step, out_schema(tables))
         if kept:
             result = result.persist(StorageLevel.MEMORY_AND_DISK)
         names = list(dict.fromkeys([STATE, *(t.name for t in tables), LATE_TABLE, QUARANTINE]))
@@ -381,9 +387,8 @@ def _read_again(tables: Sequence[Table], shared: set[str]) -> bool:
 
 
 def _parsed(result: DataFrame, table: Table) -> DataFrame:
-    """`table`'s rows of the keys' `result`, parsed: `_r.*` are its columns."""
-    parsed = F.from_json("row", table_schema(table))
-    return result.where(F.col("table") == table.name).select(parsed.alias("_r"))
+    """`table`'s rows of the keys' `result`: `_r.*` are its columns."""
+    return result.where(F.col("table") == table.name).select(F.col(table.name).alias("_r"))
 
 
 def _typed(result: DataFrame, table: Table) -> DataFrame:
