@@ -12,74 +12,68 @@ doubles give the same sums for whole numbers below 2^53.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass
-class _Sample:
-    start_ms: int
-    last_event_ms: int
-    value: int = 0
-
-    def reset(self, now: int) -> None:
-        self.start_ms = now
-        self.last_event_ms = now
-        self.value = 0
-
 
 class SampledRate:
-    """One rate sensor: `record(value, t)`, then `measure(t)` in units per second."""
+    """One rate sensor: `record(value, t)`, then `measure(t)` in units per second. Slot i of the
+    ring is (`_starts[i]`, `_lasts[i]`, `_values[i]`): its start, its last event and its sum."""
 
     def __init__(self, samples: int, window_ms: int) -> None:
         if samples < 1 or window_ms < 1:
             raise ValueError("samples and window_ms must be at least 1")
         self.samples = samples
         self.window_ms = window_ms
-        self._slots: list[_Sample] = []
+        self._starts: list[int] = []
+        self._lasts: list[int] = []
+        self._values: list[int] = []
         self._current = 0
 
     def record(self, value: int, t: int) -> None:
         """`SampledStat.record`: advance when the current sample is complete, then add."""
-        sample = self._current_sample(t)
-        if t - sample.start_ms >= self.window_ms:
-            sample = self._advance(t)
-        sample.value += value
-        sample.last_event_ms = t
+        if not self._starts:
+            self._new_slot(t)
+        current = self._current
+        if t - self._starts[current] >= self.window_ms:
+            current = self._advance(t)
+        self._values[current] += value
+        self._lasts[current] = t
 
-    def _current_sample(self, t: int) -> _Sample:
-        if not self._slots:
-            self._slots.append(_Sample(t, t))
-        return self._slots[self._current]
+    def _new_slot(self, t: int) -> None:
+        self._starts.append(t)
+        self._lasts.append(t)
+        self._values.append(0)
 
-    def _advance(self, t: int) -> _Sample:
+    def _reset(self, slot: int, now: int) -> None:
+        self._starts[slot] = now
+        self._lasts[slot] = now
+        self._values[slot] = 0
+
+    def _advance(self, t: int) -> int:
         self._current = (self._current + 1) % (self.samples + 1)
-        if self._current >= len(self._slots):
-            sample = _Sample(t, t)
-            self._slots.append(sample)
-            return sample
-        sample = self._slots[self._current]
-        sample.reset(t)
-        return sample
+        if self._current >= len(self._starts):
+            self._new_slot(t)
+        else:
+            self._reset(self._current, t)
+        return self._current
 
     def purge(self, now: int) -> None:
         """Reset every sample with no event in the last `samples * window` ms (`>=` expires)."""
-        expire_age = self.samples * self.window_ms
-        for sample in self._slots:
-            if now - sample.last_event_ms >= expire_age:
-                sample.reset(now)
+        oldest_allowed = now - self.samples * self.window_ms
+        if self._lasts and min(self._lasts) <= oldest_allowed:
+            for slot, last in enumerate(self._lasts):
+                if last <= oldest_allowed:
+                    self._reset(slot, now)
 
     def total(self, now: int) -> int:
         """`WindowedSum.measure`: purge, then the sum over all slots."""
         self.purge(now)
-        return sum(sample.value for sample in self._slots)
+        return sum(self._values)
 
     def window_size(self, now: int) -> int:
         """`Rate.windowSize`: the precise window in ms the rate is divided by."""
         self.purge(now)
-        if not self._slots:
-            self._slots.append(_Sample(now, now))
-        oldest = min(sample.start_ms for sample in self._slots)
-        elapsed = now - oldest
+        if not self._starts:
+            self._new_slot(now)
+        elapsed = now - min(self._starts)
         full_windows = elapsed // self.window_ms
         min_full_windows = self.samples - 1
         if full_windows < min_full_windows:
