@@ -50,7 +50,8 @@ class Decision:
     threshold_source: str
 
     def as_dict(self) -> dict[str, object]:
-        return asdict(self)
+        """The fields by name (all plain values: no copy as `dataclasses.asdict` makes)."""
+        return dict(vars(self))
 
 
 @dataclass(frozen=True)
