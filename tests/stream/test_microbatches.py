@@ -155,6 +155,14 @@ def test_a_key_steps_in_arrow_and_answers_in_the_types_spark_gave_it(text) -> No
     assert after.column("row")[1].as_py() == '{"echo:v":{"1.0":1}}'
 
 
+def test_a_table_named_as_a_column_of_the_answer_is_refused() -> None:
+    class Rows(Echo):
+        tables = (Table("row", TABLE.columns),)
+
+    with pytest.raises(ValueError, match="policy echo: table 'row' has the name of a column"):
+        step_function(Rows(), None, 1_000)
+
+
 def test_a_task_steps_each_key_of_its_sorted_rows_once_and_writes_their_states_in_one_file(tmp_path) -> None:
     # a key's rows may span Arrow batches; each key is one group, stepped once
     def rows(k: str, *times: int) -> pa.RecordBatch:

@@ -11,10 +11,10 @@ per late row (`table` = `LATE_TABLE`, the same) and the key's new state (`table`
 `through`: `decided_through`, and in `row` the key's decided rows counted by the value of each
 table's outcome column, `outcome_counts`, or null when it decided none).
 
-The decided rows go to Spark as Arrow columns of the table's types, with no text between: a
-Python int is a long (or an int), a float a double, as `quotaplane run` writes them. JSON carries
-the rest exactly: Python's `json` writes the shortest repr of a double and any integer, and
-Spark's `from_json` reads them back to the same double and long.
+The decided rows go to Spark as Arrow columns of their table's types, with no text between (an
+int in a double column becomes that double). JSON carries the rest exactly: Python's `json` writes
+the shortest repr of a double and any integer, and Spark's `from_json` reads them back to the same
+double and long.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from quotaplane.core.incremental import Incremental, Table
 
 STATE = "_state"
 LATE_TABLE = "_late"
+#: the columns of a group's answer besides the tables' own
+ANSWER_COLUMNS = ("key", "table", "row", "state", "through")
 
 #: the Arrow type of each column kind but `string` (`timestamp_ms`: epoch ms, a timestamp once in Spark)
 _ARROW_KINDS = {"long": pa.int64(), "int": pa.int32(), "double": pa.float64(), "boolean": pa.bool_(),
@@ -95,6 +97,9 @@ def step_function(policy: Incremental[Any], config: Any, watermark_ms: int | Non
 
     tables = policy.output_tables(config)
     names = {t.name for t in tables}
+    if clash := sorted(names.intersection(ANSWER_COLUMNS)):
+        raise ValueError(f"policy {policy.name}: table {clash[0]!r} has the name of a column of the keys' "
+                         f"answer (one of {', '.join(ANSWER_COLUMNS)})")
 
     def step(group: pa.Table) -> pa.Table:
         keys = group.column("key")
