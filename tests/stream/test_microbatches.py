@@ -25,8 +25,10 @@ from quotaplane.stream.spark import microbatch
 from quotaplane.stream.spark.microbatch import (
     ROWS_PER_FILE,
     ROWS_PER_TASK,
+    SPLIT_FROM,
     MicroBatches,
     files_for,
+    keys_tasks,
 )
 from quotaplane.stream.spark.source import checked_lines
 from tests.stream.echo import INPUT, TABLE, Echo
@@ -202,7 +204,16 @@ def test_a_table_is_written_in_a_file_per_rows_per_file_begun() -> None:
     assert [files_for(n) for n in rows] == [1, 1, 1, 2, 3]
 
 
-def test_the_keys_are_stepped_in_a_task_per_rows_per_task_begun_up_to_the_limit() -> None:
+def test_the_keys_are_stepped_in_one_task_then_in_one_per_task_slot() -> None:
+    rows = (0, SPLIT_FROM, SPLIT_FROM + 1, 41_000, ROWS_PER_TASK * 2, ROWS_PER_TASK * 2 + 1)
+    assert [keys_tasks(n, 8, 2) for n in rows] == [1, 1, 2, 2, 2, 4]
+    assert [keys_tasks(n, 8, 4) for n in rows] == [1, 1, 4, 4, 4, 4]
+    assert [keys_tasks(n, 3, 4) for n in rows] == [1, 1, 3, 3, 3, 3]  # at most the limit
+    # the slots unknown: a task per SPLIT_FROM rows begun
+    assert [keys_tasks(n, 8, None) for n in rows] == [1, 1, 2, 5, 8, 8]
+
+
+def test_a_step_has_a_task_per_rows_per_task_begun_up_to_the_limit() -> None:
     rows = (0, 1, ROWS_PER_TASK, ROWS_PER_TASK + 1, 3 * ROWS_PER_TASK, 9 * ROWS_PER_TASK)
     assert [tasks_for(n, ROWS_PER_TASK, 8) for n in rows] == [1, 1, 1, 2, 3, 8]
     assert tasks_for(3 * ROWS_PER_TASK, ROWS_PER_TASK, 2) == 2

@@ -43,7 +43,10 @@ _KIND_TYPES: dict[str, T.DataType] = {
     "boolean": T.BooleanType(), "timestamp_ms": T.LongType(),
 }
 ROWS_PER_FILE = 50_000  # a table of a micro-batch is written in a file per this many rows begun
-ROWS_PER_TASK = 10_000  # the keyed groups of a micro-batch: a Python task per this many rows begun
+# the keyed groups of a micro-batch (`keys_tasks`): one task up to SPLIT_FROM rows, then one per
+# task slot, and more only past ROWS_PER_TASK rows a task
+SPLIT_FROM = 10_000
+ROWS_PER_TASK = 1_000_000
 OUT_FIELDS = [
     T.StructField("key", T.StringType()), T.StructField("table", T.StringType()),
     T.StructField("row", T.StringType()), T.StructField("through", T.LongType()),
@@ -268,10 +271,7 @@ class MicroBatches:
         staged.mkdir(parents=True)
         step = partition_step(policy, streamed.config, watermark, str(staged))
         rows_in = prev_keys + sum(report.inputs.get(i.name, {}).get("used", 0) for i in streamed.inputs)
-        # as many tasks as the rows need: adaptive execution does not coalesce the shuffle of a
-        # cached plan, and a micro-batch of a few hundred rows stepped its keys in one task per
-        # shuffle partition
-        tasks = tasks_for(rows_in, ROWS_PER_TASK, shuffle_partitions(spark), task_slots(spark))
+        tasks = keys_tasks(rows_in, shuffle_partitions(spark), task_slots(spark))
         keyed = keyed.repartition(tasks, "key").sortWithinPartitions("key")
         tables = policy.output_tables(streamed.config)
         kept = _read_again(tables, self.shared)
@@ -394,6 +394,19 @@ def _parsed(result: DataFrame, table: Table) -> DataFrame:
 def _typed(result: DataFrame, table: Table) -> DataFrame:
     """`table`'s rows of the keys' `result` in its columns and types."""
     return _parsed(result, table).select(*table_columns(table, F.col("_r")))
+
+
+def keys_tasks(rows: int, limit: int, slots: int | None) -> int:
+    """The tasks that step a micro-batch's keys, `rows` rows with their state rows, at most `limit`
+    (the shuffle partitions: adaptive execution does not coalesce the shuffle of a cached plan).
+    One up to `SPLIT_FROM` rows; then one per task slot, and more (a multiple of the slots) only
+    past `ROWS_PER_TASK` rows a task: a Python task costs 50-75 ms of its own, so a micro-batch of
+    41,000 requests stepped in six tasks on two cores took a fifth longer than in two
+    (docs/performance.md, "The keys in a task per core"). Without the slots (Spark Connect), one
+    task per `SPLIT_FROM` rows begun."""
+    if slots is None:
+        return tasks_for(rows, SPLIT_FROM, limit)
+    return tasks_for(rows, ROWS_PER_TASK, limit, slots, at_least=slots if rows > SPLIT_FROM else 1)
 
 
 def files_for(rows: int) -> int:
