@@ -100,6 +100,7 @@ def step_function(policy: Incremental[Any], config: Any, watermark_ms: int | Non
     if clash := sorted(names.intersection(ANSWER_COLUMNS)):
         raise ValueError(f"policy {policy.name}: table {clash[0]!r} has the name of a column of the keys' "
                          f"answer (one of {', '.join(ANSWER_COLUMNS)})")
+    out_types: dict[pa.DataType, list[pa.StructType]] = {}  # per string type: each table's struct
 
     def step(group: pa.Table) -> pa.Table:
         keys = group.column("key")
@@ -146,9 +147,10 @@ def step_function(policy: Incremental[Any], config: Any, watermark_ms: int | Non
                               group.schema.field("state").type),
             "through": pa.array([None] * n + [through], pa.int64()),
         }
+        if text not in out_types:
+            out_types[text] = [_out_type(t, text) for t in tables]
         start = 0
-        for table, table_rows in zip(tables, decided, strict=True):
-            kind = _out_type(table, text)
+        for table, table_rows, kind in zip(tables, decided, out_types[text], strict=True):
             columns[table.name] = pa.concat_arrays([
                 pa.nulls(start, kind), _table_rows(table, table_rows, kind),
                 pa.nulls(n + 1 - start - len(table_rows), kind)])
