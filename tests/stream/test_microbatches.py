@@ -51,6 +51,11 @@ def _event(ts: int, k: str, v: float = 1.0) -> str:
     return json.dumps({"ts": ts, "k": k, "v": v})
 
 
+def _line(ts: int, k: str) -> str:
+    """An event as the source hands it to a key's step: with its file and position."""
+    return json.dumps({"ts": ts, "k": k, "v": 1.0, "_file": 1, "_position": ts})
+
+
 def _batch(spark, path: Path, slots: int | None = None, streamed: Streamed = ECHO, item: Input = INPUT):
     files = spark.read.option("wholetext", "true").text(str(path)).select(
         F.input_file_name().alias("file"), "value")
@@ -138,7 +143,7 @@ class _Judged(Echo):
 def test_a_key_steps_in_arrow_and_answers_in_the_types_spark_gave_it(text) -> None:
     # Spark passes strings as `large_string` when `spark.sql.execution.arrow.useLargeVarTypes` is on
     binary = pa.large_binary() if text == pa.large_string() else pa.binary()
-    rows = [json.dumps({"ts": ts, "k": "a", "v": 1.0, "_file": 1, "_position": ts}) for ts in (0, 3_000)]
+    rows = [_line(ts, "a") for ts in (0, 3_000)]
     group = pa.table({"key": pa.array(['{"k":"a"}'] * 2, text), "input": pa.array(["events"] * 2, text),
                       "row": pa.array(rows, text), "state": pa.array([None, None], binary)})
     out = step_function(_Judged(), None, 1_000)(group)
@@ -168,7 +173,7 @@ def test_a_table_named_as_a_column_of_the_answer_is_refused() -> None:
 def test_a_task_steps_each_key_of_its_sorted_rows_once_and_writes_their_states_in_one_file(tmp_path) -> None:
     # a key's rows may span Arrow batches; each key is one group, stepped once
     def rows(k: str, *times: int) -> pa.RecordBatch:
-        lines = [json.dumps({"ts": ts, "k": k, "v": 1.0, "_file": 1, "_position": ts}) for ts in times]
+        lines = [_line(ts, k) for ts in times]
         return pa.record_batch({"key": [f'{{"k":"{k}"}}'] * len(times), "input": ["events"] * len(times),
                                 "row": lines, "state": pa.array([None] * len(times), pa.binary())})
 
