@@ -1,85 +1,93 @@
 """The whole backlog evaluation over the checked snapshots (every row, with `_reason` from the
-reader's row rules) in ONE shuffle (by topic), ONE sort and three window operators:
+reader's row rules) in ONE shuffle (by topic) and one Python call per partition over Arrow
+(`mapInArrow`):
 
-    checked.repartition(topic)                          the one shuffle
-      window (topic, ts_ms, subscription): duplicates   the one sort, by (topic, ts_ms, subscription)
-      attach_quotas                                     lookups (or broadcast joins), order kept
-      window (topic, ts_ms): the group rules' partitioned_topic bounds, the oldest subscription and,
-                             in estimate mode, the slowest cursor that is not expired
-      group reasons, with_oldest, decide, with_evictions    projections
-      window topic in (ts_ms, subscription) order: counters and each topic's totals
-    checks    = topic_rows         one row per (tick, topic), with the counters
-    evictions = eviction_rows      per evicted subscription
-    totals    = topic_totals       one small row per topic (collected)
+    checked.repartition(topic)          the one shuffle: a partition holds whole topics
+      mapInArrow(kernel.decide)         sort by (topic, tick, subscription), group rules, checks,
+                                        evictions, counters and totals: numpy over the Arrow columns
+    checks    = topic_rows              one row per (tick, topic), with the counters
+    evictions = eviction_rows           per evicted subscription
+    totals    = topic_totals            one small row per topic (collected)
 
-Every window partitions by `topic` plus a prefix of `(ts_ms, subscription)`, so the shuffle by topic
-and the one sort serve them all. The tick's oldest subscription is taken over the rows that pass the
-row rules and are no duplicate: when the tick's rows conflict on `partitioned_topic` none is used,
-so that is the minimum over its used rows. Quarantined rows stay (they are counted per topic) but
-take no part in any check.
+The rules are the reference engine's, applied to arrays (`quotaplane.backlog.engine.kernel`).
+Quarantined rows are shuffled too: they are counted per topic, and take no part in any check.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Window
+import pyarrow as pa
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from quotaplane.backlog.config import BacklogPolicies
-from quotaplane.backlog.spark.checks import (
-    TOPIC_COLUMNS,
-    decide,
-    oldest_value,
-    slowest_key,
-    topic_rows,
-    with_oldest,
-)
-from quotaplane.backlog.spark.eviction import (
-    EVICTION_COLUMNS,
-    estimate_expired,
-    eviction_rows,
-    with_evictions,
-)
-from quotaplane.backlog.spark.reader import duplicates, parent, with_reason
-from quotaplane.backlog.spark.resolve import attach_quotas
-from quotaplane.backlog.spark.stats import topic_totals, with_topic_totals
-from quotaplane.core.spark.readers import REASON, used_row
+from quotaplane.backlog.engine.kernel import INPUT, LAST, NEVER_NULL, OUTPUT, TOTALS, decide
+from quotaplane.backlog.spark.tables import eviction_rows, topic_rows, topic_totals
+from quotaplane.core.spark.readers import REASON
 
 COUNTERS = ("size_evictions_total", "time_evictions_total")
-# what the tables read from the rows (the stage caches only these)
-KEPT = (*dict.fromkeys(c[0] if isinstance(c, tuple) else c for c in TOPIC_COLUMNS), *COUNTERS, "_rank1",
-        *EVICTION_COLUMNS, "_topic")
+_STRINGS = frozenset({"topic", "namespace", "partitioned_topic", "oldest_subscription", "size_policy",
+                      "time_policy", "size_level", "time_level", "exceeded", "action", "producers",
+                      "_ev_type", "_ev_subscription"})
+_LAST = T.StructType([T.StructField(n, T.StringType() if n in _STRINGS else T.LongType(), True)
+                      for n in LAST])
+_TOTALS = T.StructType([T.StructField(n, _LAST if n == "last" else T.LongType(), True) for n in TOTALS])
 
 
-def _tick_windows(precise: bool) -> list:
-    """The window functions over a (tick, topic): the group rules' bounds, the oldest subscription
-    (`_o`) and, in estimate mode, the eviction's stop (`_stop`)."""
-    tick = Window.partitionBy("topic", "ts_ms")
-    candidate = used_row() & (F.col("_duplicates") <= 1)
-    out = [F.min(parent()).over(tick).alias("_parent_min"), F.max(parent()).over(tick).alias("_parent_max"),
-           F.min(F.when(candidate, oldest_value())).over(tick).alias("_o")]
-    if not precise:
-        out.append(F.min(F.when(candidate & ~estimate_expired(), slowest_key())).over(tick).alias("_stop"))
-    return out
+def kept_schema(checked: T.StructType) -> T.StructType:
+    """The decided rows' columns (`kernel.OUTPUT`); `ts_ms`, `topic` and `namespace` are nullable when the
+    input's `ts_ms` or `topic` is."""
+    nullable_key = checked["ts_ms"].nullable or checked["topic"].nullable
+
+    def field(name: str) -> T.StructField:
+        if name == "_topic":
+            return T.StructField(name, _TOTALS, True)
+        kind = (T.StringType() if name in _STRINGS else T.BooleanType() if name in ("eviction_run", "_rank1")
+                else T.LongType())
+        nullable = nullable_key if name in ("ts_ms", "topic", "namespace") else name not in NEVER_NULL
+        return T.StructField(name, kind, nullable)
+
+    return T.StructType([field(n) for n in OUTPUT])
 
 
 def decided_rows(checked: DataFrame, policies: BacklogPolicies) -> DataFrame:
     """The snapshot rows the tables read (each check's row, each evicted subscription's row, and
-    each topic's first row with its totals), with the quotas, decision, eviction and counters (see
-    the module doc). Without `_reason`, every row of `checked` passed the row rules."""
-    precise = policies.broker.precise_time_check
+    each topic's totals on one row), with the quotas, decision, eviction and counters (see the
+    module doc). Without `_reason`, every row of `checked` passed the row rules."""
     if REASON not in checked.columns:
         checked = checked.withColumn(REASON, F.lit(None).cast("string"))
-    return (checked.repartition("topic")
-            .select("*", duplicates().alias("_duplicates"))
-            .transform(attach_quotas(policies))
-            .select("*", *_tick_windows(precise))
-            .withColumn(REASON, with_reason(F.col("_duplicates"), F.col("_parent_min"), F.col("_parent_max")))
-            .transform(with_oldest).transform(decide(precise)).transform(with_evictions(precise))
-            .transform(with_topic_totals)
-            .where(F.col("_rank1") | F.col("_ev_type").isNotNull() | F.col("_topic").isNotNull())
-            .select(*KEPT))
+    schema = kept_schema(checked.schema)
+    arrow = to_arrow_schema(schema)
+
+    def partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        received = list(batches)
+        table = pa.Table.from_batches(received) if received else None
+        if table is not None and table.num_rows:
+            decided = decide(table.cast(_strings(table.schema)), policies)
+            yield from decided.cast(_like(arrow, table.schema.field("topic").type)).to_batches()
+
+    return checked.select(*INPUT).repartition("topic").mapInArrow(partition, schema)
+
+
+def _strings(schema: pa.Schema) -> pa.Schema:
+    """`schema` with plain strings (Spark may send large ones)."""
+    return pa.schema([f.with_type(pa.string()) if pa.types.is_large_string(f.type) else f for f in schema])
+
+
+def _like(schema: pa.Schema, text: pa.DataType) -> pa.Schema:
+    """`schema` with its strings in the type Spark sent them (it expects them back so)."""
+    def retype(kind: pa.DataType) -> pa.DataType:
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            return text
+        if pa.types.is_struct(kind):
+            return pa.struct([f.with_type(retype(f.type)) for f in kind])
+        return kind
+
+    return pa.schema([f.with_type(retype(f.type)) for f in schema])
 
 
 @dataclass

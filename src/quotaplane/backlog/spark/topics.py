@@ -1,5 +1,5 @@
 """What each topic adds up to, in Python: the stage collects one small row per topic
-(`quotaplane.backlog.spark.stats.topic_totals`) and builds from them the topic stats, partitioned
+(`quotaplane.backlog.spark.tables.topic_totals`) and builds from them the topic stats, partitioned
 stats, metric rows and summary counts (rules: `quotaplane.backlog.engine.stats`)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pyspark.sql import types as T
 from quotaplane.backlog.engine.model import TopicStats
 from quotaplane.backlog.engine.stats import TopicMetrics, combine_partitions, known_age, stats_at
 
-Totals = dict[str, Any]  # `topic` and the `_topic` fields of `stats.with_topic_totals`
+Totals = dict[str, Any]  # `topic` and the `_topic` fields (`quotaplane.backlog.engine.kernel.TOTALS`)
 STATS_FIELDS = tuple(f.name for f in fields(TopicStats))
 
 
