@@ -10,8 +10,8 @@ under `ctx.out_dir`:
 It registers the PIP-323 metrics in `ctx.registry`, and provides `BacklogChecks` (the checks read
 back from Parquet) to later stages.
 
-The whole evaluation is one pass over the snapshots (one shuffle by topic, one sort; see
-`quotaplane.backlog.spark.evaluate`), cached: the first action collects one small row per topic
+The whole evaluation is one pass over the snapshots (one shuffle by topic, one numpy pass per
+partition; see `quotaplane.backlog.spark.evaluate`), cached: the first action collects one small row per topic
 (row counts, check counts, eviction totals, each topic's last check), from which the read counts,
 summary, topic stats, metrics and report table are built in Python; the two big tables are written
 from the cache; the report's series and holders are one more small aggregation of the checks.
