@@ -75,10 +75,17 @@ def _string(values: Sequence[str | None], codes: np.ndarray) -> pa.Array:
     return pa.array(values, pa.string()).take(pa.array(codes, mask=codes < 0))
 
 
-def _codes(column: pa.Array) -> tuple[np.ndarray, list[Any]]:
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
     """Dictionary codes (-1 for null) and the distinct values."""
-    encoded = pc.dictionary_encode(column)
+    encoded = pc.dictionary_encode(column.combine_chunks())
     return pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64), encoded.dictionary.to_pylist()
+
+
+def _ranks(names: list[str]) -> np.ndarray:
+    """Each name's rank in code point order (UTF-8 byte order, as Spark orders strings)."""
+    ranks = np.empty(len(names), np.int64)
+    ranks[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
+    return ranks
 
 
 def _longs(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -101,14 +108,19 @@ def _starts(*keys: np.ndarray) -> np.ndarray:
 class _Checks:
     """Steps 1 and 2 of the module doc over the used rows (sorted)."""
 
-    def __init__(self, rows: pa.RecordBatch, policies: BacklogPolicies) -> None:
+    def __init__(self, rows: pa.Table, policies: BacklogPolicies) -> None:
         precise = policies.broker.precise_time_check
-        self.topic, self.topic_names = _codes(rows["topic"])
-        self.ts = rows["ts_ms"].to_numpy().astype(np.int64)
-        subscription, _ = _codes(rows["subscription"])
+        topic, self.topic_names = _codes(rows["topic"])
+        subscription, self.subscription_names = _codes(rows["subscription"])
         parent, self.parent_names = _codes(rows["partitioned_topic"])
+        ts = rows["ts_ms"].to_numpy().astype(np.int64)
+        # sorted by (topic, tick, subscription) as codes: the names are sorted once each
+        order = np.lexsort((_ranks(self.subscription_names)[subscription], ts,
+                            _ranks(self.topic_names)[topic]))
+        self.topic, self.ts, parent = topic[order], ts[order], parent[order]
+        self.subscription = subscription[order]
         new_tick = _starts(self.topic, self.ts)
-        sub_run = np.cumsum(_starts(self.topic, self.ts, subscription)) - 1
+        sub_run = np.cumsum(_starts(self.topic, self.ts, self.subscription)) - 1
         duplicate = np.bincount(sub_run)[sub_run] > 1
         tick = np.cumsum(new_tick) - 1
         starts = np.flatnonzero(new_tick)
@@ -123,12 +135,14 @@ class _Checks:
         first = _starts(tick[r])
         self.starts = np.flatnonzero(first)
         self.check = np.cumsum(first) - 1
-        size = rows["backlog_size_bytes"].to_numpy().astype(np.int64)[r]
-        entries = rows["backlog_entries"].to_numpy().astype(np.int64)[r]
+        used = order[r]  # the used rows as `rows` has them
+        size = rows["backlog_size_bytes"].to_numpy().astype(np.int64)[used]
+        entries = rows["backlog_entries"].to_numpy().astype(np.int64)[used]
         publish, has_publish = _longs(rows["oldest_unacked_publish_ts_ms"])
         close, has_close = _longs(rows["oldest_unacked_ledger_close_ts_ms"])
-        self.size, self.entries, self.publish, self.has_publish = size, entries, publish[r], has_publish[r]
-        self.close, self.has_close = close[r], has_close[r]
+        self.size, self.entries = size, entries
+        self.publish, self.has_publish = publish[used], has_publish[used]
+        self.close, self.has_close = close[used], has_close[used]
         # the slowest cursor first (`oldest.oldest_key`; no backlog last); within a tick the rows are
         # in subscription order, so a row's position breaks the last tie
         order = np.lexsort((np.arange(len(r)), -size, self.publish, ~self.has_publish, self.check))
@@ -241,12 +255,7 @@ def _runs(starts: np.ndarray, values: np.ndarray, reduce: np.ufunc) -> np.ndarra
 
 def decide(table: pa.Table, policies: BacklogPolicies) -> pa.Table:
     """The rows of one partition (whole topics; `INPUT` columns) -> the `OUTPUT` columns (module doc)."""
-    used = table.filter(pc.is_null(table[REASON]))
-    used = used.take(pc.sort_indices(used, [("topic", "ascending"), ("ts_ms", "ascending"),
-                                            ("subscription", "ascending")]))
-    used = pa.RecordBatch.from_arrays([used[n].combine_chunks() for n in used.column_names],
-                                      names=used.column_names)
-    c = _Checks(used, policies)
+    c = _Checks(table.filter(pc.is_null(table[REASON])), policies)
     kind, ev_entries, ev_bytes = _evictions(c, policies.broker.precise_time_check)
 
     # the output rows: each check's row and each evicted row (rows of `c.rows`), in order
@@ -254,8 +263,8 @@ def decide(table: pa.Table, policies: BacklogPolicies) -> pa.Table:
     is_oldest[c.oldest] = True
     out = np.flatnonzero(is_oldest | (kind > 0))
     k = c.check[out]
-    subscriptions = used["subscription"].take(pa.array(c.rows))
-    oldest_subscription = subscriptions.take(pa.array(c.oldest[k], mask=~c.has_oldest[k]))
+    subscription = c.subscription[c.rows]  # the codes of the used rows' subscriptions
+    oldest = np.where(c.has_oldest, subscription[c.oldest], -1)  # per check
     # the eviction counters: each topic's eviction runs so far, per type
     new_topic = _starts(c.topic_c)
     topic_of_check = np.cumsum(new_topic) - 1
@@ -264,9 +273,7 @@ def decide(table: pa.Table, policies: BacklogPolicies) -> pa.Table:
         runs = (c.run & (c.exceeded == code)).astype(np.int64)
         so_far = np.cumsum(runs)
         counters.append(so_far - (so_far - runs)[np.flatnonzero(new_topic)][topic_of_check])
-    ev_subscription = pc.if_else(pa.array(kind[out] == 1), oldest_subscription,
-                                 pc.if_else(pa.array(kind[out] == 2), subscriptions.take(pa.array(out)),
-                                            pa.nulls(len(out), pa.string())))
+    evicted = np.where(kind[out] == 1, oldest[k], np.where(kind[out] == 2, subscription[out], -1))
     columns: dict[str, pa.Array] = {
         "ts_ms": pa.array(c.ts_c[k], pa.int64()),
         "topic": _string(c.topic_names, c.topic_c[k]),
@@ -275,7 +282,7 @@ def decide(table: pa.Table, policies: BacklogPolicies) -> pa.Table:
         "topic_backlog_size_bytes": pa.array(c.size_c[k], pa.int64()),
         "topic_backlog_entries": pa.array(c.entries_c[k], pa.int64()),
         "backlog_age_seconds": pa.array(c.age[k], pa.int64(), mask=~c.has_base[k]),
-        "oldest_subscription": oldest_subscription,
+        "oldest_subscription": _string(c.subscription_names, oldest[k]),
         "size_limit": pa.array(c.size_limit[k], pa.int64()),
         "time_limit": pa.array(c.time_limit[k], pa.int64()),
         "size_policy": _string(c.policies, c.size_policy[k]),
@@ -290,11 +297,11 @@ def decide(table: pa.Table, policies: BacklogPolicies) -> pa.Table:
         "time_evictions_total": pa.array(counters[1][k], pa.int64()),
         "_rank1": pa.array(is_oldest[out], pa.bool_()),
         "_ev_type": _string(EXCEEDED, np.where(kind == 0, -1, kind)[out]),
-        "_ev_subscription": ev_subscription,
+        "_ev_subscription": _string(c.subscription_names, evicted),
         "_ev_entries": pa.array(ev_entries[out], pa.int64(), mask=kind[out] == 0),
         "_ev_bytes": pa.array(ev_bytes[out], pa.int64(), mask=kind[out] == 0),
     }
-    totals, carriers, alone = _totals(table, c, subscriptions, out, kind, ev_entries, ev_bytes)
+    totals, carriers, alone = _totals(table, c, oldest, out, kind, ev_entries, ev_bytes)
     carried = np.full(len(out), -1, np.int64)
     carried[carriers] = np.arange(len(carriers))
     columns["_topic"] = totals.take(pa.array(carried, mask=carried < 0))
@@ -304,7 +311,7 @@ def decide(table: pa.Table, policies: BacklogPolicies) -> pa.Table:
     return pa.concat_tables([checked, _alone_rows(checked.schema, totals, alone)])
 
 
-def _totals(table: pa.Table, c: _Checks, subscriptions: pa.Array, out: np.ndarray, kind: np.ndarray,
+def _totals(table: pa.Table, c: _Checks, oldest: np.ndarray, out: np.ndarray, kind: np.ndarray,
             ev_entries: np.ndarray, ev_bytes: np.ndarray) -> tuple[pa.StructArray, np.ndarray, list[Any]]:
     """Step 4's totals: one struct per topic, the checked topics first (in order), then the others
     (their every row quarantined); the output row that carries each checked topic's (its first),
@@ -340,7 +347,6 @@ def _totals(table: pa.Table, c: _Checks, subscriptions: pa.Array, out: np.ndarra
         "producers_held": count(c.effect == 0), "producers_failed": count(c.effect == 1),
     }
     has_age = _runs(starts, c.has_base, np.logical_or)
-    last_oldest = subscriptions.take(pa.array(c.oldest[last])).to_pylist()
     rows: list[dict[str, Any]] = []
     for i, (t, j) in enumerate(zip(c.topic_c[starts].tolist(), last.tolist(), strict=True)):
         row: dict[str, Any] = {key: int(values[i]) for key, values in per_topic.items()}
@@ -352,7 +358,7 @@ def _totals(table: pa.Table, c: _Checks, subscriptions: pa.Array, out: np.ndarra
                        "partitioned_topic": None if c.parent_c[j] < 0 else c.parent_names[c.parent_c[j]],
                        "backlog_age_seconds": int(c.age[j]) if c.has_base[j] else None,
                        "backlog_size_bytes": int(c.size_c[j]),
-                       "oldest_subscription": last_oldest[i] if c.has_oldest[j] else None,
+                       "oldest_subscription": c.subscription_names[oldest[j]] if oldest[j] >= 0 else None,
                        "size_limit": int(c.size_limit[j]), "time_limit": int(c.time_limit[j])}
         rows.append(row)
     checked = {c.topic_names[t] for t in c.topic_c[starts].tolist()}
