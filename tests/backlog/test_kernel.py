@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from quotaplane.backlog.config import parse_backlog_policies
-from quotaplane.backlog.engine.kernel import INPUT, decide
+from quotaplane.backlog.engine.kernel import CODED, INPUT, decide
 
 A, B, C = "persistent://t/ns/a", "persistent://t/ns/b", "persistent://t/ns/c"
 POLICIES = parse_backlog_policies({
@@ -40,10 +40,12 @@ def test_quarantined_rows_are_counted_and_take_no_part() -> None:
         _row(3_000, C, "s", 1, reason="a row rule"), _row(4_000, None, "s", reason="topic is missing"),
     ]
     out = _decide(rows)
-    checks = [(r["ts_ms"], r["topic"], r["oldest_subscription"], r["exceeded"]) for r in out if r["_rank1"]]
+    checks = [(r["ts_ms"], r["topic"], r["oldest_subscription"], CODED["exceeded"][r["exceeded"]])
+              for r in out if r["_rank1"]]
     assert checks == [(1_000, A, "s", "size")]
-    evicted = [(r["topic"], r["_ev_subscription"], r["_ev_bytes"]) for r in out if r["_ev_type"]]
-    assert evicted == [(A, "s", 500 - 90)]
+    evicted = [(r["topic"], CODED["_ev_type"][r["_ev_type"]], r["_ev_subscription"], r["_ev_bytes"])
+               for r in out if r["_ev_type"] is not None]
+    assert evicted == [(A, "size", "s", 500 - 90)]
     totals = {r["topic"]: r["_topic"] for r in out if r["_topic"]}
     assert set(totals) == {A, B, C, None}
     assert [(totals[t]["read"], totals[t]["used"], totals[t]["ticks"]) for t in (A, B, C, None)] == [

@@ -19,7 +19,9 @@ are each a run of rows:
 4. per topic, the eviction counters (a running count of the runs) and the totals the stage collects.
 
 The answer has the columns of `OUTPUT`: a row per check (`_rank1`), a
-row per evicted subscription (`_ev_type`), and `_topic` on one row per topic. A topic without a
+row per evicted subscription (`_ev_type`), and `_topic` on one row per topic. Its columns of few
+values (policies, levels, the exceeded quota, the action, the producers' effect, the eviction's
+type) are byte codes of the vocabularies of `CODED`: cheaper to hand over and cache than strings. A topic without a
 check (its every row quarantined) gets a row of its own for `_topic`, whose other columns are not
 read: they hold placeholders.
 """
@@ -35,8 +37,7 @@ import pyarrow.compute as pc
 
 from quotaplane.backlog.config import (
     CONSUMER_BACKLOG_EVICTION,
-    PRODUCER_EXCEPTION,
-    PRODUCER_REQUEST_HOLD,
+    RETENTION_POLICIES,
     BacklogPolicies,
 )
 from quotaplane.backlog.engine.checks import PRODUCER_EFFECT
@@ -65,14 +66,25 @@ LAST = ("ts_ms", "namespace", "partitioned_topic", "backlog_age_seconds", "backl
 TOTALS = ("read", "used", "ticks", "first_ts", "last", "max_age", "time_limit", "size_limit", "max_size",
           "size_exceeded", "time_exceeded", "size_evictions", "time_evictions", "producers_held",
           "producers_failed", "evicted_entries", "evicted_bytes")
-EXCEEDED = (None, SIZE, TIME)  # by code
-EFFECTS = ("held", "failed")  # by code (`checks.PRODUCER_EFFECT`)
+# the answer's columns of few values are codes of these (null for none): `CODED` names each
+# column's vocabulary, the stage turns them into strings when it writes the tables
+POLICIES = RETENTION_POLICIES
+LEVELS = ("topic", "namespace", "broker")
+EXCEEDED = (SIZE, TIME)
+EFFECTS = ("held", "failed")  # `checks.PRODUCER_EFFECT`
+CODED = {"size_policy": POLICIES, "time_policy": POLICIES, "size_level": LEVELS, "time_level": LEVELS,
+         "exceeded": EXCEEDED, "action": POLICIES, "producers": EFFECTS, "_ev_type": EXCEEDED}
 _LONG_MIN = np.iinfo(np.int64).min
 
 
 def _string(values: Sequence[str | None], codes: np.ndarray) -> pa.Array:
     """`values[code]` per code; a negative code is null."""
     return pa.array(values, pa.string()).take(pa.array(codes, mask=codes < 0))
+
+
+def _code(codes: np.ndarray) -> pa.Array:
+    """Codes as bytes; a negative code is null."""
+    return pa.array(codes.astype(np.int8), pa.int8(), mask=codes < 0)
 
 
 def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
@@ -175,9 +187,9 @@ class _Checks:
         self.exceeded = np.where(size_exceeded, 1, np.where(time_exceeded, 2, 0))
         self.action = np.where(self.exceeded == 1, self.size_policy,
                                np.where(self.exceeded == 2, self.time_policy, -1))
-        self.run = self.action == self.policies.index(CONSUMER_BACKLOG_EVICTION)
+        self.run = self.action == POLICIES.index(CONSUMER_BACKLOG_EVICTION)
         # what the action does to the producers: 0 held, 1 failed, -1 nothing
-        effect = [EFFECTS.index(PRODUCER_EFFECT[p]) if p in PRODUCER_EFFECT else -1 for p in self.policies]
+        effect = [EFFECTS.index(PRODUCER_EFFECT[p]) if p in PRODUCER_EFFECT else -1 for p in POLICIES]
         self.effect = np.array([*effect, -1])[self.action]
 
     def _quotas(self, policies: BacklogPolicies) -> dict[str, np.ndarray]:
@@ -185,8 +197,6 @@ class _Checks:
         `namespaces`), resolved once per (topic, partitioned topic)."""
         width = len(self.parent_names) + 1
         keys, which = np.unique(self.topic_c * width + self.parent_c + 1, return_inverse=True)
-        self.policies = [CONSUMER_BACKLOG_EVICTION, PRODUCER_REQUEST_HOLD, PRODUCER_EXCEPTION]
-        self.levels = ["topic", "namespace", "broker"]
         self.namespaces: list[str] = []
         columns: dict[str, list[int]] = {k: [] for k in ("size_limit", "time_limit", "size_policy",
                                                           "time_policy", "size_level", "time_level",
@@ -196,14 +206,12 @@ class _Checks:
             q = resolve(policies, topic, None if parent < 0 else self.parent_names[parent])
             columns["size_limit"].append(q.size_limit)
             columns["time_limit"].append(q.time_limit)
-            for name, value, vocabulary in (("size_policy", q.size_policy, self.policies),
-                                            ("time_policy", q.time_policy, self.policies),
-                                            ("size_level", q.size_level, self.levels),
-                                            ("time_level", q.time_level, self.levels),
-                                            ("namespace", namespace_of(topic), self.namespaces)):
-                if value not in vocabulary:
-                    vocabulary.append(value)
-                columns[name].append(vocabulary.index(value))
+            for name in ("size_policy", "time_policy", "size_level", "time_level"):
+                columns[name].append(CODED[name].index(getattr(q, name)))
+            namespace = namespace_of(topic)
+            if namespace not in self.namespaces:
+                self.namespaces.append(namespace)
+            columns["namespace"].append(self.namespaces.index(namespace))
         return {name: np.array(values, np.int64)[which] for name, values in columns.items()}
 
 
@@ -285,18 +293,18 @@ def decide(table: pa.Table, policies: BacklogPolicies) -> pa.Table:
         "oldest_subscription": _string(c.subscription_names, oldest[k]),
         "size_limit": pa.array(c.size_limit[k], pa.int64()),
         "time_limit": pa.array(c.time_limit[k], pa.int64()),
-        "size_policy": _string(c.policies, c.size_policy[k]),
-        "time_policy": _string(c.policies, c.time_policy[k]),
-        "size_level": _string(c.levels, c.size_level[k]),
-        "time_level": _string(c.levels, c.time_level[k]),
-        "exceeded": _string(EXCEEDED, np.where(c.exceeded == 0, -1, c.exceeded)[k]),
-        "action": _string(c.policies, c.action[k]),
-        "producers": _string(EFFECTS, c.effect[k]),
+        "size_policy": _code(c.size_policy[k]),
+        "time_policy": _code(c.time_policy[k]),
+        "size_level": _code(c.size_level[k]),
+        "time_level": _code(c.time_level[k]),
+        "exceeded": _code(c.exceeded[k] - 1),
+        "action": _code(c.action[k]),
+        "producers": _code(c.effect[k]),
         "eviction_run": pa.array(c.run[k], pa.bool_()),
         "size_evictions_total": pa.array(counters[0][k], pa.int64()),
         "time_evictions_total": pa.array(counters[1][k], pa.int64()),
         "_rank1": pa.array(is_oldest[out], pa.bool_()),
-        "_ev_type": _string(EXCEEDED, np.where(kind == 0, -1, kind)[out]),
+        "_ev_type": _code(kind[out] - 1),
         "_ev_subscription": _string(c.subscription_names, evicted),
         "_ev_entries": pa.array(ev_entries[out], pa.int64(), mask=kind[out] == 0),
         "_ev_bytes": pa.array(ev_bytes[out], pa.int64(), mask=kind[out] == 0),

@@ -25,14 +25,12 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from quotaplane.backlog.config import BacklogPolicies
-from quotaplane.backlog.engine.kernel import INPUT, LAST, NEVER_NULL, OUTPUT, TOTALS, decide
+from quotaplane.backlog.engine.kernel import CODED, INPUT, LAST, NEVER_NULL, OUTPUT, TOTALS, decide
 from quotaplane.backlog.spark.tables import eviction_rows, topic_rows, topic_totals
 from quotaplane.core.spark.readers import REASON
 
 COUNTERS = ("size_evictions_total", "time_evictions_total")
-_STRINGS = frozenset({"topic", "namespace", "partitioned_topic", "oldest_subscription", "size_policy",
-                      "time_policy", "size_level", "time_level", "exceeded", "action", "producers",
-                      "_ev_type", "_ev_subscription"})
+_STRINGS = frozenset({"topic", "namespace", "partitioned_topic", "oldest_subscription", "_ev_subscription"})
 _LAST = T.StructType([T.StructField(n, T.StringType() if n in _STRINGS else T.LongType(), True)
                       for n in LAST])
 _TOTALS = T.StructType([T.StructField(n, _LAST if n == "last" else T.LongType(), True) for n in TOTALS])
@@ -46,8 +44,8 @@ def kept_schema(checked: T.StructType) -> T.StructType:
     def field(name: str) -> T.StructField:
         if name == "_topic":
             return T.StructField(name, _TOTALS, True)
-        kind = (T.StringType() if name in _STRINGS else T.BooleanType() if name in ("eviction_run", "_rank1")
-                else T.LongType())
+        kind = (T.StringType() if name in _STRINGS else T.ByteType() if name in CODED
+                else T.BooleanType() if name in ("eviction_run", "_rank1") else T.LongType())
         nullable = nullable_key if name in ("ts_ms", "topic", "namespace") else name not in NEVER_NULL
         return T.StructField(name, kind, nullable)
 
