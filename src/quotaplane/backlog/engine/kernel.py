@@ -18,12 +18,12 @@ are each a run of rows:
    slowest cursors while each is expired, so those ranked before the first one that is not);
 4. per topic, the eviction counters (a running count of the runs) and the totals the stage collects.
 
-The answer has the columns of `OUTPUT`: a row per check (`_rank1`), a
-row per evicted subscription (`_ev_type`), and `_topic` on one row per topic. Its columns of few
-values (policies, levels, the exceeded quota, the action, the producers' effect, the eviction's
-type) are byte codes of the vocabularies of `CODED`: cheaper to hand over and cache than strings. A topic without a
-check (its every row quarantined) gets a row of its own for `_topic`, whose other columns are not
-read: they hold placeholders.
+The answer has the columns of `OUTPUT`: a row per check (`_rank1`), a row per evicted subscription
+(`_ev_type`), and `_topic` on one row per topic. A topic without a check (its every row
+quarantined) gets a row of its own for `_topic`, whose other columns are not read: they hold
+placeholders. The columns of few values (policies, levels, the exceeded quota, the action, the
+producers' effect, the eviction's type) are byte codes of the vocabularies of `CODED`: cheaper to
+hand over and cache than strings.
 """
 
 from __future__ import annotations
