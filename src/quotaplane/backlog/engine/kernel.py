@@ -227,23 +227,22 @@ def _evictions(c: _Checks, precise: bool) -> tuple[np.ndarray, np.ndarray, np.nd
                                       / c.size_c[above].astype(np.float64))
     by_size = above & (skip > 0)
 
-    time_limit = c.time_limit[check]
+    time_limit, ts = c.time_limit[check], c.ts[c.rows]
     if precise:
         target_ms = double_to_long.array(REDUCTION_FACTOR * time_limit.astype(np.float64)) * 1000
-        cutoff = c.ts[c.rows] - target_ms
-        hit = c.has_publish & (c.ts[c.rows] > c.publish + target_ms)
+        cutoff = ts - target_ms
+        hit = c.has_publish & (ts > c.publish + target_ms)
     else:
-        ts = c.ts[c.rows]
         cutoff = ts - time_limit * 1000
         expired = c.has_publish & c.has_close & (c.close > 0) & (ts - c.close > time_limit * 1000)
-        stop = np.minimum.reduceat(np.where(expired, len(check), c.slowest_rank), c.starts) \
-            if len(check) else np.zeros(0, np.int64)
+        # the slowest cursors before the first one that is not expired
+        stop = _runs(c.starts, np.where(expired, len(check), c.slowest_rank), np.minimum)
         hit = expired & (c.slowest_rank < stop[check])
     by_time = (c.run & (c.exceeded == 2))[check] & hit
-    ts = c.ts[c.rows]
+    # the share of the backlog published before the cutoff (`eviction.older_than`)
     moved = by_time & (cutoff > c.publish)
-    fraction = (cutoff[moved] - c.publish[moved]).astype(np.float64) / (ts[moved] - c.publish[moved]).astype(
-        np.float64)
+    fraction = ((cutoff[moved] - c.publish[moved]).astype(np.float64)
+                / (ts[moved] - c.publish[moved]).astype(np.float64))
     kind = np.where(by_time, 2, 0)
     entries = np.zeros(len(check), np.int64)
     moved_bytes = np.zeros(len(check), np.int64)
