@@ -118,7 +118,8 @@ def _starts(*keys: np.ndarray) -> np.ndarray:
 
 
 class _Checks:
-    """Steps 1 and 2 of the module doc over the used rows (sorted)."""
+    """Steps 1 and 2 of the module doc over the rows that passed the row rules (in any order: they
+    are sorted here)."""
 
     def __init__(self, rows: pa.Table, policies: BacklogPolicies) -> None:
         precise = policies.broker.precise_time_check

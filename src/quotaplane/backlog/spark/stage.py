@@ -11,10 +11,11 @@ It registers the PIP-323 metrics in `ctx.registry`, and provides `BacklogChecks`
 back from Parquet) to later stages.
 
 The whole evaluation is one pass over the snapshots (one shuffle by topic, one numpy pass per
-partition; see `quotaplane.backlog.spark.evaluate`), cached: the first action collects one small row per topic
-(row counts, check counts, eviction totals, each topic's last check), from which the read counts,
-summary, topic stats, metrics and report table are built in Python; the two big tables are written
-from the cache; the report's series and holders are one more small aggregation of the checks.
+partition; see `quotaplane.backlog.spark.evaluate`), cached: the first action collects one small
+row per topic (row counts, check counts, eviction totals, each topic's last check), from which the
+read counts, summary, topic stats, metrics and report table are built in Python; the two big tables
+are written from the cache; the report's series and holders are one more small aggregation of the
+checks.
 Only when rows were quarantined is the input read again, to write them with their original text.
 
 One observation of `pulsar_storage_backlog_quota_check_duration_seconds` is the wall-clock time
