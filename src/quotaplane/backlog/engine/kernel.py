@@ -130,21 +130,21 @@ class _Checks:
         # sorted by (topic, tick, subscription) as codes: the names are sorted once each
         order = np.lexsort((_ranks(self.subscription_names)[subscription], ts,
                             _ranks(self.topic_names)[topic]))
-        self.topic, self.ts, parent = topic[order], ts[order], parent[order]
-        self.subscription = subscription[order]
-        new_tick = _starts(self.topic, self.ts)
-        sub_run = np.cumsum(_starts(self.topic, self.ts, self.subscription)) - 1
+        topic, ts, parent, subscription = topic[order], ts[order], parent[order], subscription[order]
+        new_tick = _starts(topic, ts)
+        sub_run = np.cumsum(_starts(topic, ts, subscription)) - 1
         duplicate = np.bincount(sub_run)[sub_run] > 1
         tick = np.cumsum(new_tick) - 1
         starts = np.flatnonzero(new_tick)
         conflict = (_runs(starts, parent, np.minimum) != _runs(starts, parent, np.maximum))[tick]
-        self.used = ~duplicate & ~conflict
-        self.used_per_topic = np.bincount(self.topic, weights=self.used,
+        used_row = ~duplicate & ~conflict
+        self.used_per_topic = np.bincount(topic, weights=used_row,
                                           minlength=len(self.topic_names)).astype(np.int64)
 
-        # the used rows, and their checks (a tick of a topic with used rows)
-        self.rows = np.flatnonzero(self.used)
-        r = self.rows
+        # from here on, every per-row array holds the used rows only, and their checks (a tick of
+        # a topic with used rows) are runs of them
+        r = np.flatnonzero(used_row)
+        self.ts, self.subscription = ts[r], subscription[r]
         first = _starts(tick[r])
         self.starts = np.flatnonzero(first)
         self.check = np.cumsum(first) - 1
@@ -165,7 +165,7 @@ class _Checks:
         self.oldest = o
 
         s = self.starts
-        self.ts_c, self.topic_c, self.parent_c = self.ts[r][s], self.topic[r][s], parent[r][s]
+        self.ts_c, self.topic_c, self.parent_c = self.ts[s], topic[r][s], parent[r][s]
         has = self.has_publish[o]
         self.has_oldest = has
         self.size_c = np.where(has, size[o], 0)
@@ -189,16 +189,20 @@ class _Checks:
         self.action = np.where(self.exceeded == 1, self.size_policy,
                                np.where(self.exceeded == 2, self.time_policy, -1))
         self.run = self.action == POLICIES.index(CONSUMER_BACKLOG_EVICTION)
+        self.size_run, self.time_run = self.run & (self.exceeded == 1), self.run & (self.exceeded == 2)
+        # each topic's first check, and each check's topic (a run of the topic's checks)
+        new_topic = _starts(self.topic_c)
+        self.topic_starts, self.topic_of_check = np.flatnonzero(new_topic), np.cumsum(new_topic) - 1
         # what the action does to the producers: 0 held, 1 failed, -1 nothing
         effect = [EFFECTS.index(PRODUCER_EFFECT[p]) if p in PRODUCER_EFFECT else -1 for p in POLICIES]
         self.effect = np.array([*effect, -1])[self.action]
 
     def _quotas(self, policies: BacklogPolicies) -> dict[str, np.ndarray]:
-        """The quotas in force per check (limits, and codes of `policies`, `levels` and
-        `namespaces`), resolved once per (topic, partitioned topic)."""
+        """The quotas in force per check (limits, and codes of `CODED` and of `namespaces`), resolved
+        once per (topic, partitioned topic)."""
         width = len(self.parent_names) + 1
         keys, which = np.unique(self.topic_c * width + self.parent_c + 1, return_inverse=True)
-        self.namespaces: list[str] = []
+        namespaces: dict[str, int] = {}
         columns: dict[str, list[int]] = {k: [] for k in ("size_limit", "time_limit", "size_policy",
                                                           "time_policy", "size_level", "time_level",
                                                           "namespace")}
@@ -209,26 +213,23 @@ class _Checks:
             columns["time_limit"].append(q.time_limit)
             for name in ("size_policy", "time_policy", "size_level", "time_level"):
                 columns[name].append(CODED[name].index(getattr(q, name)))
-            namespace = namespace_of(topic)
-            if namespace not in self.namespaces:
-                self.namespaces.append(namespace)
-            columns["namespace"].append(self.namespaces.index(namespace))
+            columns["namespace"].append(namespaces.setdefault(namespace_of(topic), len(namespaces)))
+        self.namespaces = list(namespaces)
         return {name: np.array(values, np.int64)[which] for name, values in columns.items()}
 
 
 def _evictions(c: _Checks, precise: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Step 3 per used row: the eviction's type code (0 none, 1 size, 2 time), entries and bytes."""
     check = c.check
-    size_run = c.run & (c.exceeded == 1)
     target = double_to_long.array(REDUCTION_FACTOR * c.size_limit.astype(np.float64))
-    above = size_run & (c.size_c > target)
+    above = c.size_run & (c.size_c > target)
     skip = np.zeros(len(above), np.int64)
     skip[above] = double_to_int.array((c.size_c[above] - target[above]).astype(np.float64)
                                       * c.entries_c[above].astype(np.float64)
                                       / c.size_c[above].astype(np.float64))
     by_size = above & (skip > 0)
 
-    time_limit, ts = c.time_limit[check], c.ts[c.rows]
+    time_limit, ts = c.time_limit[check], c.ts
     if precise:
         target_ms = double_to_long.array(REDUCTION_FACTOR * time_limit.astype(np.float64)) * 1000
         cutoff = ts - target_ms
@@ -239,7 +240,7 @@ def _evictions(c: _Checks, precise: bool) -> tuple[np.ndarray, np.ndarray, np.nd
         # the slowest cursors before the first one that is not expired
         stop = _runs(c.starts, np.where(expired, len(check), c.slowest_rank), np.minimum)
         hit = expired & (c.slowest_rank < stop[check])
-    by_time = (c.run & (c.exceeded == 2))[check] & hit
+    by_time = c.time_run[check] & hit
     # the share of the backlog published before the cutoff (`eviction.older_than`)
     moved = by_time & (cutoff > c.publish)
     fraction = ((cutoff[moved] - c.publish[moved]).astype(np.float64)
@@ -266,22 +267,18 @@ def decide(table: pa.Table, policies: BacklogPolicies) -> pa.Table:
     c = _Checks(table.filter(pc.is_null(table[REASON])), policies)
     kind, ev_entries, ev_bytes = _evictions(c, policies.broker.precise_time_check)
 
-    # the output rows: each check's row and each evicted row (rows of `c.rows`), in order
-    is_oldest = np.zeros(len(c.rows), bool)
+    # the output rows: each check's row and each evicted row (used rows), in order
+    is_oldest = np.zeros(len(c.ts), bool)
     is_oldest[c.oldest] = True
     out = np.flatnonzero(is_oldest | (kind > 0))
     k = c.check[out]
-    subscription = c.subscription[c.rows]  # the codes of the used rows' subscriptions
-    oldest = np.where(c.has_oldest, subscription[c.oldest], -1)  # per check
+    oldest = np.where(c.has_oldest, c.subscription[c.oldest], -1)  # per check
     # the eviction counters: each topic's eviction runs so far, per type
-    new_topic = _starts(c.topic_c)
-    topic_of_check = np.cumsum(new_topic) - 1
     counters = []
-    for code in (1, 2):
-        runs = (c.run & (c.exceeded == code)).astype(np.int64)
-        so_far = np.cumsum(runs)
-        counters.append(so_far - (so_far - runs)[np.flatnonzero(new_topic)][topic_of_check])
-    evicted = np.where(kind[out] == 1, oldest[k], np.where(kind[out] == 2, subscription[out], -1))
+    for run in (c.size_run, c.time_run):
+        so_far = np.cumsum(run)
+        counters.append(so_far - (so_far - run)[c.topic_starts][c.topic_of_check])
+    evicted = np.where(kind[out] == 1, oldest[k], np.where(kind[out] == 2, c.subscription[out], -1))
     columns: dict[str, pa.Array] = {
         "ts_ms": pa.array(c.ts_c[k], pa.int64()),
         "topic": _string(c.topic_names, c.topic_c[k]),
@@ -326,8 +323,7 @@ def _totals(table: pa.Table, c: _Checks, oldest: np.ndarray, out: np.ndarray, ki
     and the other topics' names."""
     read = table.group_by("topic").aggregate([("topic", "count", pc.CountOptions(mode="all"))])
     read_of = dict(zip(read["topic"].to_pylist(), read["topic_count"].to_pylist(), strict=True))
-    new_topic = _starts(c.topic_c)
-    starts = np.flatnonzero(new_topic)
+    starts = c.topic_starts
     last = np.r_[starts[1:], len(c.topic_c)][:len(starts)] - 1  # each topic's last check
     out_topic = c.topic_c[c.check[out]]
     evicted = kind[out] > 0
@@ -350,8 +346,7 @@ def _totals(table: pa.Table, c: _Checks, oldest: np.ndarray, out: np.ndarray, ki
         "size_limit": _runs(starts, c.size_limit, np.maximum),
         "max_size": _runs(starts, c.size_c, np.maximum),
         "size_exceeded": count(c.exceeded == 1), "time_exceeded": count(c.exceeded == 2),
-        "size_evictions": count(c.run & (c.exceeded == 1)),
-        "time_evictions": count(c.run & (c.exceeded == 2)),
+        "size_evictions": count(c.size_run), "time_evictions": count(c.time_run),
         "producers_held": count(c.effect == 0), "producers_failed": count(c.effect == 1),
     }
     has_age = _runs(starts, c.has_base, np.logical_or)
