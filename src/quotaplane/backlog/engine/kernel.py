@@ -75,6 +75,14 @@ EFFECTS = ("held", "failed")  # `checks.PRODUCER_EFFECT`
 CODED = {"size_policy": POLICIES, "time_policy": POLICIES, "size_level": LEVELS, "time_level": LEVELS,
          "exceeded": EXCEEDED, "action": POLICIES, "producers": EFFECTS, "_ev_type": EXCEEDED}
 _LONG_MIN = np.iinfo(np.int64).min
+STRINGS = frozenset({"topic", "namespace", "partitioned_topic", "oldest_subscription", "_ev_subscription"})
+LAST_TYPE = pa.struct([(n, pa.string() if n in STRINGS else pa.int64()) for n in LAST])
+TOTALS_TYPE = pa.struct([(n, LAST_TYPE if n == "last" else pa.int64()) for n in TOTALS])
+# the type of each column of the answer
+OUTPUT_TYPES: dict[str, pa.DataType] = {
+    n: (TOTALS_TYPE if n == "_topic" else pa.string() if n in STRINGS else pa.int8() if n in CODED
+        else pa.bool_() if n in ("eviction_run", "_rank1") else pa.int64())
+    for n in OUTPUT}
 
 
 def _string(values: Sequence[str | None], codes: np.ndarray) -> pa.Array:
@@ -310,7 +318,7 @@ def decide(table: pa.Table, policies: BacklogPolicies) -> pa.Table:
     carried = np.full(len(out), -1, np.int64)
     carried[carriers] = np.arange(len(carriers))
     columns["_topic"] = totals.take(pa.array(carried, mask=carried < 0))
-    checked = pa.table(columns)
+    checked = pa.table(columns, schema=pa.schema(OUTPUT_TYPES.items()))
     if not alone:
         return checked
     return pa.concat_tables([checked, _alone_rows(checked.schema, totals, alone)])
@@ -370,12 +378,7 @@ def _totals(table: pa.Table, c: _Checks, oldest: np.ndarray, out: np.ndarray, ki
     rows += [{"read": read_of[name], "used": 0, "ticks": 0, "size_exceeded": 0,
               "time_exceeded": 0, "size_evictions": 0, "time_evictions": 0, "producers_held": 0,
               "producers_failed": 0} for name in alone]
-    return pa.array(rows, _TOTALS_TYPE), np.flatnonzero(_starts(out_topic)), alone
-
-
-_LAST_TYPE = pa.struct([(n, pa.string() if n in ("namespace", "partitioned_topic", "oldest_subscription")
-                         else pa.int64()) for n in LAST])
-_TOTALS_TYPE = pa.struct([(n, _LAST_TYPE if n == "last" else pa.int64()) for n in TOTALS])
+    return pa.array(rows, TOTALS_TYPE), np.flatnonzero(_starts(out_topic)), alone
 
 
 def _alone_rows(schema: pa.Schema, totals: pa.StructArray, alone: list[Any]) -> pa.Table:

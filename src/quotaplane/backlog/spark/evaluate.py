@@ -22,34 +22,23 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 
 from quotaplane.backlog.config import BacklogPolicies
-from quotaplane.backlog.engine.kernel import CODED, INPUT, LAST, NEVER_NULL, OUTPUT, TOTALS, decide
+from quotaplane.backlog.engine.kernel import COUNTERS, INPUT, NEVER_NULL, OUTPUT_TYPES, decide
 from quotaplane.backlog.spark.tables import eviction_rows, topic_rows, topic_totals
 from quotaplane.core.spark.readers import REASON
 
-COUNTERS = ("size_evictions_total", "time_evictions_total")
-_STRINGS = frozenset({"topic", "namespace", "partitioned_topic", "oldest_subscription", "_ev_subscription"})
-_LAST = T.StructType([T.StructField(n, T.StringType() if n in _STRINGS else T.LongType(), True)
-                      for n in LAST])
-_TOTALS = T.StructType([T.StructField(n, _LAST if n == "last" else T.LongType(), True) for n in TOTALS])
-
 
 def kept_schema(checked: T.StructType) -> T.StructType:
-    """The decided rows' columns (`kernel.OUTPUT`); `ts_ms`, `topic` and `namespace` are nullable when the
-    input's `ts_ms` or `topic` is."""
+    """The decided rows' columns (`kernel.OUTPUT_TYPES`); `ts_ms`, `topic` and `namespace` are
+    nullable when the input's `ts_ms` or `topic` is."""
     nullable_key = checked["ts_ms"].nullable or checked["topic"].nullable
 
-    def field(name: str) -> T.StructField:
-        if name == "_topic":
-            return T.StructField(name, _TOTALS, True)
-        kind = (T.StringType() if name in _STRINGS else T.ByteType() if name in CODED
-                else T.BooleanType() if name in ("eviction_run", "_rank1") else T.LongType())
-        nullable = nullable_key if name in ("ts_ms", "topic", "namespace") else name not in NEVER_NULL
-        return T.StructField(name, kind, nullable)
+    def nullable(name: str) -> bool:
+        return nullable_key if name in ("ts_ms", "topic", "namespace") else name not in NEVER_NULL
 
-    return T.StructType([field(n) for n in OUTPUT])
+    return T.StructType([T.StructField(n, from_arrow_type(t), nullable(n)) for n, t in OUTPUT_TYPES.items()])
 
 
 def decided_rows(checked: DataFrame, policies: BacklogPolicies) -> DataFrame:
