@@ -54,19 +54,15 @@ def decided_rows(checked: DataFrame, policies: BacklogPolicies) -> DataFrame:
         received = list(batches)
         table = pa.Table.from_batches(received) if received else None
         if table is not None and table.num_rows:
-            decided = decide(table.cast(_strings(table.schema)), policies)
+            decided = decide(table, policies)
             yield from decided.cast(_like(arrow, table.schema.field("topic").type)).to_batches()
 
     return checked.select(*INPUT).repartition("topic").mapInArrow(partition, schema)
 
 
-def _strings(schema: pa.Schema) -> pa.Schema:
-    """`schema` with plain strings (Spark may send large ones)."""
-    return pa.schema([f.with_type(pa.string()) if pa.types.is_large_string(f.type) else f for f in schema])
-
-
 def _like(schema: pa.Schema, text: pa.DataType) -> pa.Schema:
-    """`schema` with its strings in the type Spark sent them (it expects them back so)."""
+    """`schema` with its strings in the type Spark sent them (it expects them back so; the kernel
+    reads plain and large strings alike)."""
     def retype(kind: pa.DataType) -> pa.DataType:
         if pa.types.is_string(kind) or pa.types.is_large_string(kind):
             return text
