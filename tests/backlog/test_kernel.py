@@ -29,11 +29,12 @@ def _row(ts: int, topic: str | None, subscription: str, size: int = 0, reason: s
             "oldest_unacked_ledger_close_ts_ms": None, "partitioned_topic": parent, "_reason": reason}
 
 
+_SCHEMA = pa.schema([(n, pa.string() if n in ("topic", "subscription", "partitioned_topic", "_reason")
+                      else pa.int64()) for n in INPUT])
+
+
 def _decide(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    table = pa.Table.from_pylist(rows, pa.schema([
-        (n, pa.string() if n in ("topic", "subscription", "partitioned_topic", "_reason") else pa.int64())
-        for n in INPUT]))
-    return decide(table, POLICIES).to_pylist()
+    return decide(pa.Table.from_pylist(rows, _SCHEMA), POLICIES).to_pylist()
 
 
 def test_quarantined_rows_are_counted_and_take_no_part() -> None:
@@ -80,8 +81,7 @@ def _reference(rows: list[dict[str, Any]], policies: Any) -> list[tuple[Any, ...
 
 
 def _kernel(rows: list[dict[str, Any]], policies: Any) -> list[tuple[Any, ...]]:
-    table = pa.Table.from_pylist([{**r, "_reason": None} for r in rows], _SCHEMA)
-    out = decide(table, policies).to_pylist()
+    out = decide(pa.Table.from_pylist([{**r, "_reason": None} for r in rows], _SCHEMA), policies).to_pylist()
     name = lambda column, r: None if r[column] is None else CODED[column][r[column]]  # noqa: E731
     evicted: dict[int, list[tuple[Any, ...]]] = {}
     for r in out:
@@ -90,10 +90,6 @@ def _kernel(rows: list[dict[str, Any]], policies: Any) -> list[tuple[Any, ...]]:
                 (r["_ev_subscription"], r["_ev_entries"], r["_ev_bytes"]))
     return [(r["ts_ms"], r["topic_backlog_size_bytes"], r["backlog_age_seconds"], name("exceeded", r),
              name("action", r), sorted(evicted.get(r["ts_ms"], []))) for r in out if r["_rank1"]]
-
-
-_SCHEMA = pa.schema([(n, pa.string() if n in ("topic", "subscription", "partitioned_topic", "_reason")
-                      else pa.int64()) for n in INPUT])
 
 
 def _snapshot(ts: int, subscription: str, size: int, publish: int | None, close: int | None = None
