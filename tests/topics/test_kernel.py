@@ -3,19 +3,23 @@ at a time)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 
 from quotaplane.topics.config import TopicQuotaConfig, parse_topics_config
+from quotaplane.topics.engine import kernel
 from quotaplane.topics.engine.broker_thresholds import broker_thresholds
 from quotaplane.topics.engine.decision import DECISIONS, DEFAULT_SHARE, EXPLICIT
 from quotaplane.topics.engine.evaluate import Evaluation, TopicRequest, evaluate
 from quotaplane.topics.engine.kernel import evaluate_broker
 from quotaplane.topics.engine.thresholds import ThresholdSchedule
-from tests.topics.strategies import fleets
+from tests.topics.strategies import T0, TOPICS, fleets
 
 
 @settings(parent=settings.get_profile("kernel"))
@@ -45,6 +49,28 @@ def test_kernel_reads_meters_at_as_of_after_the_last_request() -> None:
     assert result.broker_one_minute_rate.tolist() == [2000.0, 0.0, 0.0]
     assert result.topic_one_minute_rate[0].tolist() == [1000.0, 0.0]  # b ticks first at 6000
     assert result.topic_created_ms.tolist() == [0, 1000]
+
+
+@pytest.mark.parametrize("quiet_cells", [kernel.QUIET_CELLS, 1])
+def test_kernel_over_long_busy_runs(quiet_cells: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hundreds of busy windows in a row: the broker goes over the total and back, topics are
+    created among them, and the runs of quiet windows are cut at their length limit (every 8
+    windows with `quiet_cells` 1). The kernel agrees with the reference."""
+    monkeypatch.setattr(kernel, "QUIET_CELLS", quiet_cells)
+    rng = np.random.default_rng(16)
+    config = parse_topics_config({"total.bytes.in.per.sec.threshold": "3000", "message.max.bytes": "9000"})
+    requests, ts = [], T0
+    for i in range(1200):
+        ts += int(rng.choice([0, 250, 500, 1000]))
+        loud = (i // 200) % 2  # about 7 kB/s for 200 requests, then about 1 kB/s
+        size = int(rng.integers(0, 6000 if loud else 1000))
+        topic = str(rng.choice(TOPICS[:1 + i // 200]))  # a new topic every 200 requests
+        requests.append(TopicRequest(ts, 1, topic, size))
+    evaluation = evaluate(config, requests)
+    assert Counter(d.decision for d in evaluation.decisions)["throttled"] > 100
+    over = [d.total_rate > config.total_threshold for d in evaluation.decisions]
+    assert sum(a != b for a, b in pairwise(over)) >= 4  # over and back, twice
+    kernel_agrees(config, requests, evaluation)
 
 
 def kernel_agrees(config: TopicQuotaConfig, requests: Sequence[TopicRequest], evaluation: Evaluation,

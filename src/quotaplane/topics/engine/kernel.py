@@ -33,12 +33,22 @@ throttled, so a part only gathers the topic rate its requests see and adds its s
 in windows with the broker over are topic rates compared with thresholds, and the throttled bytes
 moved from the bytes-in marks to the throttled ones.
 
-Cost: one iteration per busy 5 s window of the broker (and the window after it), each a fixed
-number of numpy calls over that window's requests and the broker's topics, independent of the
-request count. After an idle window nothing is left marked, so the idle windows up to the next busy
-one (or the last) only decay each meter: they run as one tight elementwise loop (`_decay`), which
-stops early at the recurrence's fixed point (the rate stops changing after about 8,800 idle ticks,
-about 12 h, at a tiny subnormal value). Both are exact: the same ticks in the same order.
+Quiet windows. A window is quiet when the broker is not over the total threshold and no topic ticks
+for the first time in it: nothing in it is throttled, so its marks are the requests' summed bytes,
+known beforehand, and every live topic's tick is the same recurrence. The broker's rates of the
+quiet windows ahead are worked out first, as Python floats, up to the first window over the total
+(or with a topic's first tick, or idle, or the last); then the live topics' rates through that run
+are a loop of three elementwise calls per window (`_quiet_ticks`), and each request's rate is taken
+from them at once. The other windows (the broker over, a topic's first tick, the last) go through
+steps 1 to 4 one by one.
+
+Cost: one iteration per busy 5 s window of the broker that is not quiet (and the window after it),
+each a fixed number of numpy calls over that window's requests and the broker's topics, independent
+of the request count, and three elementwise calls per quiet window. After an idle window nothing is
+left marked, so the idle windows up to the next busy one (or the last) only decay each meter: they
+run as one tight elementwise loop (`_decay`), which stops early at the recurrence's fixed point (the
+rate stops changing after about 8,800 idle ticks, about 12 h, at a tiny subnormal value). All are
+exact: the same ticks in the same order.
 """
 
 from __future__ import annotations
@@ -50,6 +60,8 @@ import numpy as np
 from quotaplane.topics.engine.meter import M1_ALPHA, NANOS_PER_SECOND, TICK_MS, TICK_NANOS
 
 ACCEPTED, THROTTLED, ERROR = 0, 1, 2  # decision codes, also the meter index (bytes in, throttled, error)
+# the most (windows x topics) a run of quiet windows holds at once: its marks are 48 bytes a cell
+QUIET_CELLS = 200_000
 
 
 @dataclass
@@ -135,7 +147,9 @@ def evaluate_broker(ts: np.ndarray, topic: np.ndarray, size: np.ndarray, topic_t
     born_list = born.tolist()
     windows = busy_window.tolist()
     has_error = (w_error > 0).tolist()
-    b_rate = [0.0, 0.0, 0.0]
+    window_marks = list(zip(w_accepted.tolist(), w_error.tolist(), strict=True))
+    quiet_limit = max(8, QUIET_CELLS // max(n_topics, 1))
+    b_rate = (0.0, 0.0, 0.0)
     b_initialized = False
     b_pending = (0, 0, 0)
 
@@ -161,30 +175,55 @@ def evaluate_broker(ts: np.ndarray, topic: np.ndarray, size: np.ndarray, topic_t
         np.add.at(marked_throttled, codes, sizes)
         return int(sizes.sum())
 
+    def run_quietly(k: int, i: int, length: int) -> None:
+        """Windows k .. k + length - 1 (busy windows i .. i + length - 1), quiet: mark, tick and
+        read every live topic's meters in them at once (see `_quiet_ticks`)."""
+        ua, ub = u_lo[i], u_hi[i + length - 1]
+        marks = np.zeros((2 * length + 1, 3, n_topics), dtype=np.int64)
+        marks[0] = pending
+        rows = u_part[ua:ub] - (2 * k - 1)
+        marks[rows, ACCEPTED, u_topic[ua:ub]] = u_accepted[ua:ub]
+        marks[rows, ERROR, u_topic[ua:ub]] = u_error[ua:ub]
+        history = _quiet_ticks(marks, rate[:, :live])
+        rate[:, :live] = history[-1]
+        pending[:, :live] = marks[-1, :, :live]
+        pending[:, live:] = marks[:, :, live:].sum(axis=0)  # created in the last window: no tick yet
+        a, b = lo[i], hi[i + length - 1]
+        if live:  # a request before its topic's tick in window k + j saw row j, at or after it row j + 1
+            codes = t[a:b]
+            row = (part[a:b] - (2 * k - 1)) // 2
+            seen[a:b] = np.where(codes < live, history[row, ACCEPTED, np.minimum(codes, live - 1)], 0.0)
+
     p = 0  # the next busy window (one holding requests)
     k = 0
     while k <= last_window:
         start = origin + k * TICK_MS
         busy = p < len(windows) and windows[p] == k
         if k >= 1:  # 1. broker tick at `start`
-            r0, r1, r2 = b_rate
-            c0, c1, c2 = b_pending
-            if b_initialized:
-                b_rate = [r0 + M1_ALPHA * (c0 / TICK_NANOS - r0), r1 + M1_ALPHA * (c1 / TICK_NANOS - r1),
-                          r2 + M1_ALPHA * (c2 / TICK_NANOS - r2)]
-            else:
-                b_rate = [c0 / TICK_NANOS, c1 / TICK_NANOS, c2 / TICK_NANOS]
-                b_initialized = True
+            b_rate = _broker_tick(b_rate, b_initialized, b_pending)
+            b_initialized = True
             b_pending = (0, 0, 0)
         broker_rate = b_rate[ACCEPTED] * NANOS_PER_SECOND
         over = broker_rate > total
+        while live < n_topics and born_list[live] < k:  # the topics that tick in this window
+            live += 1
+        if busy and not over and live == ticked and k < last_window:
+            # quiet windows: nothing throttled, no topic's first tick
+            end = min(k + quiet_limit, last_window, born_list[live] + 1 if live < n_topics else last_window)
+            rates, b_rate = _quiet_broker(b_rate, k, end, windows, p, window_marks, total)
+            length = len(rates)
+            window_rate[p:p + length] = rates
+            run_quietly(k, p, length)
+            accepted_bytes, error_bytes = window_marks[p + length - 1]
+            b_pending = (accepted_bytes, 0, error_bytes)
+            p += length
+            k += length
+            continue
         throttled = 0
         if busy:
             window_rate[p] = broker_rate
             throttled += mark(p, lo[p], mid[p], u_lo[p], u_mid[p], over)  # 2.
-        while live < n_topics and born_list[live] < k:  # 3. topic ticks: the topics created before
-            live += 1
-        if k < last_window:
+        if k < last_window:  # 3. topic ticks: the topics created before this window
             if live:
                 instant = pending[:, :live] / TICK_NANOS
                 if ticked:
@@ -210,7 +249,7 @@ def evaluate_broker(ts: np.ndarray, topic: np.ndarray, size: np.ndarray, topic_t
             target = min(windows[p], last_window) if p < len(windows) else last_window
             if target > k + 1:
                 decayed_broker, decayed = _decay(np.array(b_rate), rate[:, :ticked], target - k - 1)
-                b_rate = decayed_broker.tolist()
+                b_rate = tuple(decayed_broker.tolist())
                 rate[:, :ticked] = decayed
                 k = target
                 continue
@@ -227,6 +266,65 @@ def evaluate_broker(ts: np.ndarray, topic: np.ndarray, size: np.ndarray, topic_t
                         rate[:, rank] * NANOS_PER_SECOND, topic_count.sum(axis=1),
                         np.array(b_rate) * NANOS_PER_SECOND)
 
+
+def _broker_tick(rate: tuple[float, float, float], initialized: bool,
+                 counts: tuple[int, int, int]) -> tuple[float, float, float]:
+    """`EWMA.tick()` of the broker's three meters, as Python floats (see `meter.tick_rate`)."""
+    r0, r1, r2 = rate
+    c0, c1, c2 = counts
+    if initialized:
+        return (r0 + M1_ALPHA * (c0 / TICK_NANOS - r0), r1 + M1_ALPHA * (c1 / TICK_NANOS - r1),
+                r2 + M1_ALPHA * (c2 / TICK_NANOS - r2))
+    return (c0 / TICK_NANOS, c1 / TICK_NANOS, c2 / TICK_NANOS)
+
+
+def _quiet_broker(rate: tuple[float, float, float], k: int, end: int, windows: list[int], p: int,
+                  marks: list[tuple[int, int]], total: float
+                  ) -> tuple[list[float], tuple[float, float, float]]:
+    """The broker rates (bytes/s) of window k (quiet, busy window p, its broker tick done: `rate`)
+    and of the quiet windows right after it, before `end`: each busy, with the broker not over the
+    total threshold once ticked with the previous window's marks, nothing of which was throttled.
+    Also the broker meters' rates in the last of them. The bytes-in rate decides where the run
+    ends; the throttled and error rates follow it, as in `_broker_tick`. Every tick here is a
+    later one: a run from window 0 ends there, since the first request's topic ticks first in
+    window 1."""
+    r_in, r_throttled, r_error = rate
+    rates = [r_in * NANOS_PER_SECOND]
+    j, q = k + 1, p + 1
+    while j < end and q < len(windows) and windows[q] == j:
+        instant = marks[q - 1][0] / TICK_NANOS
+        ticked = r_in + M1_ALPHA * (instant - r_in)
+        bytes_per_second = ticked * NANOS_PER_SECOND
+        if bytes_per_second > total:
+            break
+        r_in = ticked
+        rates.append(bytes_per_second)
+        j, q = j + 1, q + 1
+    for q in range(p, p + len(rates) - 1):  # the tick of each window after the first
+        r_throttled = r_throttled + M1_ALPHA * (0.0 - r_throttled)  # nothing throttled: 0 / 5e9
+        r_error = r_error + M1_ALPHA * (marks[q][1] / TICK_NANOS - r_error)
+    return rates, (r_in, r_throttled, r_error)
+
+
+def _quiet_ticks(marks: np.ndarray, rate: np.ndarray) -> np.ndarray:
+    """The live topics' rates through a run of L quiet windows: `marks` (2L + 1, 3, topics) holds
+    the bytes pending before the run, then each window's marks before and at or after its topics'
+    ticks; `rate` (3, live) the live topics' rates before the run, all initialised. Row j of the
+    answer (L + 1, 3, live) is the rates after j windows' ticks, by the same operations in the
+    same order as `_tick`: a loop over windows of three elementwise calls."""
+    length, live = (len(marks) - 1) // 2, rate.shape[1]
+    history = np.empty((length + 1, 3 * live))
+    history[0] = rate.reshape(-1)
+    if live:
+        counts = marks[:-1, :, :live].reshape(length, 2, 3 * live).sum(axis=1)
+        step, alpha = np.empty(3 * live), np.full(3 * live, M1_ALPHA)
+        before = history[0]
+        for instant, after in zip(counts / TICK_NANOS, history[1:], strict=True):
+            np.subtract(instant, before, out=step)
+            np.multiply(alpha, step, out=step)
+            np.add(before, step, out=after)
+            before = after
+    return history.reshape(length + 1, 3, live)
 
 def _first_times(ts: np.ndarray, topic: np.ndarray, n_topics: int) -> np.ndarray:
     """Each topic's first request time (`ts` ascending). Codes numbered in order of first appearance
