@@ -54,11 +54,11 @@ def test_kernel_reads_meters_at_as_of_after_the_last_request() -> None:
 @pytest.mark.parametrize("quiet_cells", [kernel.QUIET_CELLS, 1])
 def test_kernel_over_long_busy_runs(quiet_cells: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Hundreds of busy windows in a row: the broker goes over the total and back, topics are
-    created among them, and the runs of quiet windows are cut at their length limit (every 8
-    windows with `quiet_cells` 1). The kernel agrees with the reference."""
+    created among them, some requests are too large, and the runs of quiet windows are cut at their
+    length limit (every 8 windows with `quiet_cells` 1). The kernel agrees with the reference."""
     monkeypatch.setattr(kernel, "QUIET_CELLS", quiet_cells)
     rng = np.random.default_rng(16)
-    config = parse_topics_config({"total.bytes.in.per.sec.threshold": "3000", "message.max.bytes": "9000"})
+    config = parse_topics_config({"total.bytes.in.per.sec.threshold": "3000", "message.max.bytes": "5000"})
     requests, ts = [], T0
     for i in range(1200):
         ts += int(rng.choice([0, 250, 500, 1000]))
@@ -67,7 +67,8 @@ def test_kernel_over_long_busy_runs(quiet_cells: int, monkeypatch: pytest.Monkey
         topic = str(rng.choice(TOPICS[:1 + i // 200]))  # a new topic every 200 requests
         requests.append(TopicRequest(ts, 1, topic, size))
     evaluation = evaluate(config, requests)
-    assert Counter(d.decision for d in evaluation.decisions)["throttled"] > 100
+    decided = Counter(d.decision for d in evaluation.decisions)
+    assert decided["throttled"] > 50 and decided["error"] > 50
     over = [d.total_rate > config.total_threshold for d in evaluation.decisions]
     assert sum(a != b for a, b in pairwise(over)) >= 4  # over and back, twice
     kernel_agrees(config, requests, evaluation)
