@@ -284,26 +284,20 @@ def _quiet_broker(rate: tuple[float, float, float], k: int, end: int, windows: l
     """The broker rates (bytes/s) of window k (quiet, busy window p, its broker tick done: `rate`)
     and of the quiet windows right after it, before `end`: each busy, with the broker not over the
     total threshold once ticked with the previous window's marks, nothing of which was throttled.
-    Also the broker meters' rates in the last of them. The bytes-in rate decides where the run
-    ends; the throttled and error rates follow it, as in `_broker_tick`. Every tick here is a
-    later one: a run from window 0 ends there, since the first request's topic ticks first in
-    window 1."""
-    r_in, r_throttled, r_error = rate
-    rates = [r_in * NANOS_PER_SECOND]
+    Also the broker meters' rates in the last of them. Every tick here is a later one: a run from
+    window 0 ends there, since the first request's topic ticks first in window 1."""
+    rates = [rate[ACCEPTED] * NANOS_PER_SECOND]
     j, q = k + 1, p + 1
     while j < end and q < len(windows) and windows[q] == j:
-        instant = marks[q - 1][0] / TICK_NANOS
-        ticked = r_in + M1_ALPHA * (instant - r_in)
-        bytes_per_second = ticked * NANOS_PER_SECOND
+        accepted_bytes, error_bytes = marks[q - 1]
+        ticked = _broker_tick(rate, True, (accepted_bytes, 0, error_bytes))
+        bytes_per_second = ticked[ACCEPTED] * NANOS_PER_SECOND
         if bytes_per_second > total:
             break
-        r_in = ticked
+        rate = ticked
         rates.append(bytes_per_second)
         j, q = j + 1, q + 1
-    for q in range(p, p + len(rates) - 1):  # the tick of each window after the first
-        r_throttled = r_throttled + M1_ALPHA * (0.0 - r_throttled)  # nothing throttled: 0 / 5e9
-        r_error = r_error + M1_ALPHA * (marks[q][1] / TICK_NANOS - r_error)
-    return rates, (r_in, r_throttled, r_error)
+    return rates, rate
 
 
 def _quiet_ticks(marks: np.ndarray, rate: np.ndarray) -> np.ndarray:
