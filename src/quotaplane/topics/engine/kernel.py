@@ -320,6 +320,7 @@ def _quiet_ticks(marks: np.ndarray, rate: np.ndarray) -> np.ndarray:
             before = after
     return history.reshape(length + 1, 3, live)
 
+
 def _first_times(ts: np.ndarray, topic: np.ndarray, n_topics: int) -> np.ndarray:
     """Each topic's first request time (`ts` ascending). Codes numbered in order of first appearance
     (as `pd.factorize(sort=False)` numbers them) are found in one pass; others by a minimum per code."""
