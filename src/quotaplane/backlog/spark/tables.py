@@ -14,6 +14,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from quotaplane.backlog.engine.kernel import CODED, NEVER_NULL
+from quotaplane.core.spark.codes import named
 
 # The per-(tick, topic) columns, with their public names.
 TOPIC_COLUMNS = (
@@ -24,21 +25,11 @@ TOPIC_COLUMNS = (
 )
 
 
-def decoded(name: str, never_null: bool = False) -> Column:
-    """The string of coded column `name` (`kernel.CODED`): a `CASE` over its few values. For a
-    column that is never null the last value is the `ELSE`, so that Spark knows it is not null."""
-    values, code = CODED[name], F.col(name)
-    out = F.when(code == 0, F.lit(values[0]))
-    for i in range(1, len(values) - 1 if never_null else len(values)):
-        out = out.when(code == i, F.lit(values[i]))
-    return out.otherwise(F.lit(values[-1])) if never_null else out
-
-
 def topic_rows(df: DataFrame, *more: str) -> DataFrame:
     """One row per (tick, topic): the decided rows of `_rank1`, the `TOPIC_COLUMNS` and `more`."""
     def column(c: str | tuple[str, str]) -> Column:
         name, public = c if isinstance(c, tuple) else (c, c)
-        return (decoded(name, name in NEVER_NULL) if name in CODED else F.col(name)).alias(public)
+        return (_decoded(name) if name in CODED else F.col(name)).alias(public)
 
     return df.where(F.col("_rank1")).select(*[column(c) for c in TOPIC_COLUMNS], *more)
 
@@ -47,10 +38,16 @@ def eviction_rows(df: DataFrame) -> DataFrame:
     """One row per (tick, topic, subscription) evicted."""
     return df.where(F.col("_ev_type").isNotNull()).select(
         "ts_ms", "topic",
-        # never null here; decoded as a column that is never null, as the table had it
-        decoded("_ev_type", never_null=True).alias("quota_type"),
+        # never null here; named as a column that is never null, as the table had it
+        named(F.col("_ev_type"), CODED["_ev_type"], never_null=True).alias("quota_type"),
         F.col("_ev_subscription").alias("subscription"),
         F.col("_ev_entries").alias("entries"), F.col("_ev_bytes").alias("bytes"))
+
+
+def _decoded(name: str) -> Column:
+    """The strings of coded column `name` (`kernel.CODED`), not null where the kernel never leaves
+    it null."""
+    return named(F.col(name), CODED[name], name in NEVER_NULL)
 
 
 def topic_totals(df: DataFrame) -> DataFrame:

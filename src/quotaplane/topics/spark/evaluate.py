@@ -33,6 +33,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from quotaplane.core.ordering import nulls_first
+from quotaplane.core.spark.codes import named
 from quotaplane.topics.config import TopicQuotaConfig
 from quotaplane.topics.engine.broker_thresholds import broker_thresholds
 from quotaplane.topics.engine.decision import (
@@ -103,18 +104,12 @@ def evaluate_requests(config: TopicQuotaConfig, as_of_ms: int, partitions: int
     return judge_brokers(config, as_of_ms, partitions)
 
 
-def _name(codes: Column, names: tuple[str | None, ...]) -> Column:
-    """The name of each code (`names[code]`), a nullable string column (the array ends with a null
-    it never reads, so the column is nullable like the strings the group used to return)."""
-    return F.element_at(F.array(*[F.lit(n).cast("string") for n in (*names, None)]), codes.cast("int") + 1)
-
-
 def decisions(rows: DataFrame) -> DataFrame:
     """The per-request decisions (`DECISION_COLUMNS`)."""
     return rows.where(F.col("row_kind") == REQUEST).select(
-        "ts_ms", "broker_id", "topic", "bytes", _name(F.col("decision_code"), DECISIONS).alias("decision"),
-        _name(F.col("decision_code"), REASONS).alias("reason"), "total_rate", "topic_rate",
-        "total_threshold", "topic_threshold", _name(F.col("source_code"), SOURCES).alias("threshold_source"))
+        "ts_ms", "broker_id", "topic", "bytes", named(F.col("decision_code"), DECISIONS).alias("decision"),
+        named(F.col("decision_code"), REASONS).alias("reason"), "total_rate", "topic_rate",
+        "total_threshold", "topic_threshold", named(F.col("source_code"), SOURCES).alias("threshold_source"))
 
 
 def meters(rows: DataFrame) -> DataFrame:
@@ -150,7 +145,7 @@ def _meter_columns() -> list[Column]:
             *[F.col(f"meter_{what}s")[i].alias(f"{meter}_{what}")
               for i, meter in enumerate(METER_NAMES) for what in ("count", "rate")],
             F.col("topic_threshold").alias("threshold"),
-            _name(F.col("source_code"), SOURCES).alias("threshold_source")]
+            named(F.col("source_code"), SOURCES).alias("threshold_source")]
 
 
 def _judge_group(table: pa.Table, config: TopicQuotaConfig, schedule: ThresholdSchedule,
