@@ -94,177 +94,214 @@ def evaluate_broker(ts: np.ndarray, topic: np.ndarray, size: np.ndarray, topic_t
     used at least once; `topic_threshold` is each request's topic threshold (int64) as of its time.
     `as_of_ms >= ts[-1]` is when the final meters are read.
     """
-    n = len(ts)
-    ts = ts.astype(np.int64, copy=False)
-    topic = topic.astype(np.int64, copy=False)
-    size = size.astype(np.int64, copy=False)
-    error = size > message_max_bytes
-    total = float(total_threshold)
-    created = _first_times(ts, topic, n_topics)
-    origin = int(ts[0]) if n else as_of_ms
-    last_window = (as_of_ms - origin) // TICK_MS
+    broker = _Broker(ts.astype(np.int64, copy=False), topic.astype(np.int64, copy=False),
+                     size.astype(np.int64, copy=False), topic_threshold, n_topics, message_max_bytes,
+                     as_of_ms)
+    broker.run(float(total_threshold))
+    return broker.result()
 
-    # Topics renumbered by creation: the topics live in a window (created in an earlier one) are a
-    # prefix, ticked with slices.
-    order = np.argsort(created, kind="stable")
-    rank = np.empty(n_topics, dtype=np.int64)
-    rank[order] = np.arange(n_topics)
-    phase = (created[order] - origin) % TICK_MS
-    born = (created[order] - origin) // TICK_MS  # the window of each topic's creation, ascending
-    t = rank[topic]
 
-    # Requests regrouped by part (a window's requests before their topic's tick, then those at or
-    # after it) and by topic within a part: a part is a slice, and so are its requests of one topic.
-    # `perm[j]` is the request at position j. A part's requests are judged independently of each
-    # other, so their order within it does not matter.
-    window_of = (ts - origin) // TICK_MS  # ascending, like `ts`
-    after = (ts - origin - window_of * TICK_MS) >= phase[t]
-    accepted_size, error_size = np.where(error, 0, size), np.where(error, size, 0)
-    part_topic = (2 * window_of + after) * n_topics + t
-    perm = np.argsort(part_topic)
-    part_topic, t, size = part_topic[perm], t[perm], size[perm]
-    part = part_topic // n_topics
-    thr = topic_threshold[perm].astype(np.float64)  # Java compares double > long as double > (double) long
-    error = error[perm]
-    window_start = _run_starts(window_of)
-    busy_window = window_of[window_start]
-    window_index = np.repeat(np.arange(len(window_start)), np.diff(np.r_[window_start, n]))
-    lo, mid, hi = (np.searchsorted(part, 2 * busy_window + i).tolist() for i in range(3))
-    # Marks per part and topic, as if no request were throttled (accepted, or error).
-    u_start = _run_starts(part_topic)
-    u_part, u_topic = part[u_start], t[u_start]
-    u_accepted, u_error = _run_sums(accepted_size[perm], u_start), _run_sums(error_size[perm], u_start)
-    u_lo, u_mid, u_hi = (np.searchsorted(u_part, 2 * busy_window + i).tolist() for i in range(3))
-    w_accepted, w_error = _run_sums(accepted_size, window_start), _run_sums(error_size, window_start)
+class _Broker:
+    """One broker's requests laid out for the loop over its windows (`__init__`, see "Layout"), and
+    the meters' state as the loop (`run`) goes: `rate` and `pending` per (meter, topic rank), the
+    broker's three meters as Python floats, and per request (in part order) its decision and the
+    topic rate it saw."""
 
-    decision = np.where(error, ERROR, ACCEPTED).astype(np.int8)
-    seen = np.zeros(n)  # the topic rate each request saw, per nanosecond
-    window_rate = np.zeros(len(busy_window))  # the broker rate of each busy window, bytes/s
-    rate = np.zeros((3, n_topics))
-    pending = np.zeros((3, n_topics), dtype=np.int64)
-    ticked = 0  # topics [0, ticked) have had their first tick
-    live = 0  # topics [0, live) were created before the current window
-    born_list = born.tolist()
-    windows = busy_window.tolist()
-    has_error = (w_error > 0).tolist()
-    window_marks = list(zip(w_accepted.tolist(), w_error.tolist(), strict=True))
-    quiet_limit = max(8, QUIET_CELLS // max(n_topics, 1))
-    b_rate = (0.0, 0.0, 0.0)
-    b_initialized = False
-    b_pending = (0, 0, 0)
+    def __init__(self, ts: np.ndarray, topic: np.ndarray, size: np.ndarray, topic_threshold: np.ndarray,
+                 n_topics: int, message_max_bytes: int, as_of_ms: int) -> None:
+        n = len(ts)
+        error = size > message_max_bytes
+        self.n, self.n_topics, self.as_of_ms = n, n_topics, as_of_ms
+        self.created = created = _first_times(ts, topic, n_topics)
+        origin = int(ts[0]) if n else as_of_ms
+        self.origin, self.last_window = origin, (as_of_ms - origin) // TICK_MS
 
-    rate_in, marked_in, marked_throttled, marked_error = rate[ACCEPTED], *pending  # row views
+        # Topics renumbered by creation: the topics live in a window (created in an earlier one) are
+        # a prefix, ticked with slices.
+        self.order = order = np.argsort(created, kind="stable")
+        self.rank = rank = np.empty(n_topics, dtype=np.int64)
+        rank[order] = np.arange(n_topics)
+        self.phase = phase = (created[order] - origin) % TICK_MS
+        self.born = ((created[order] - origin) // TICK_MS).tolist()  # each topic's window, ascending
+        t = rank[topic]
 
-    def mark(i: int, a: int, b: int, ua: int, ub: int, over: bool) -> int:
+        # Requests regrouped by part (a window's requests before their topic's tick, then those at or
+        # after it) and by topic within a part: a part is a slice, and so are its requests of one
+        # topic. `perm[j]` is the request at position j. A part's requests are judged independently
+        # of each other, so their order within it does not matter.
+        window_of = (ts - origin) // TICK_MS  # ascending, like `ts`
+        after = (ts - origin - window_of * TICK_MS) >= phase[t]
+        accepted_size, error_size = np.where(error, 0, size), np.where(error, size, 0)
+        part_topic = (2 * window_of + after) * n_topics + t
+        self.perm = perm = np.argsort(part_topic)
+        part_topic, self.t, self.size = part_topic[perm], t[perm], size[perm]
+        self.part = part = part_topic // n_topics
+        # Java compares double > long as double > (double) long
+        self.thr = topic_threshold[perm].astype(np.float64)
+        self.error = error[perm]
+        window_start = _run_starts(window_of)
+        busy_window = window_of[window_start]
+        self.window_index = np.repeat(np.arange(len(window_start)), np.diff(np.r_[window_start, n]))
+        self.lo, self.mid, self.hi = (np.searchsorted(part, 2 * busy_window + i).tolist() for i in range(3))
+        # Marks per part and topic, as if no request were throttled (accepted, or error).
+        u_start = _run_starts(part_topic)
+        self.u_part = u_part = part[u_start]
+        self.u_topic = self.t[u_start]
+        self.u_accepted = _run_sums(accepted_size[perm], u_start)
+        self.u_error = _run_sums(error_size[perm], u_start)
+        self.u_lo, self.u_mid, self.u_hi = (np.searchsorted(u_part, 2 * busy_window + i).tolist()
+                                            for i in range(3))
+        w_accepted, w_error = _run_sums(accepted_size, window_start), _run_sums(error_size, window_start)
+        self.windows = busy_window.tolist()
+        self.has_error = (w_error > 0).tolist()
+        self.window_marks = list(zip(w_accepted.tolist(), w_error.tolist(), strict=True))
+
+        self.decision = np.where(self.error, ERROR, ACCEPTED).astype(np.int8)
+        self.seen = np.zeros(n)  # the topic rate each request saw, per nanosecond
+        self.window_rate = np.zeros(len(busy_window))  # the broker rate of each busy window, bytes/s
+        self.rate = np.zeros((3, n_topics))
+        self.pending = np.zeros((3, n_topics), dtype=np.int64)
+        self.ticked = 0  # topics [0, ticked) have had their first tick
+        self.live = 0  # topics [0, live) were created before the current window
+        self.broker_rate = (0.0, 0.0, 0.0)
+
+    def run(self, total: float) -> None:
+        """Every window from the first request's to the one holding `as_of_ms`: quiet runs at once,
+        the other busy windows by steps 1 to 4, idle stretches decayed at once."""
+        windows, born, n_topics, last_window = self.windows, self.born, self.n_topics, self.last_window
+        quiet_limit = max(8, QUIET_CELLS // max(n_topics, 1))
+        initialized = False
+        pending = (0, 0, 0)  # the broker's marks since its last tick
+        p = 0  # the next busy window (one holding requests)
+        k = 0
+        while k <= last_window:
+            busy = p < len(windows) and windows[p] == k
+            if k >= 1:  # 1. broker tick at the window's start
+                self.broker_rate = _broker_tick(self.broker_rate, initialized, pending)
+                initialized = True
+                pending = (0, 0, 0)
+            bytes_per_second = self.broker_rate[ACCEPTED] * NANOS_PER_SECOND
+            over = bytes_per_second > total
+            while self.live < n_topics and born[self.live] < k:  # the topics that tick in this window
+                self.live += 1
+            if busy and not over and self.live == self.ticked and k < last_window:
+                # quiet windows: nothing throttled, no topic's first tick
+                first_tick = born[self.live] + 1 if self.live < n_topics else last_window
+                length = self._run_quietly(k, p, min(k + quiet_limit, last_window, first_tick), total)
+                accepted_bytes, error_bytes = self.window_marks[p + length - 1]
+                pending = (accepted_bytes, 0, error_bytes)
+                p += length
+                k += length
+                continue
+            throttled = 0
+            if busy:
+                self.window_rate[p] = bytes_per_second
+                throttled += self._mark(p, self.lo[p], self.mid[p], self.u_lo[p], self.u_mid[p], over)  # 2.
+            if k < last_window:
+                self._tick_live_topics()  # 3.
+            else:
+                self._tick_due(self.origin + k * TICK_MS)
+            if busy:
+                throttled += self._mark(p, self.mid[p], self.hi[p], self.u_mid[p], self.u_hi[p], over)  # 4.
+                accepted_bytes, error_bytes = self.window_marks[p]
+                pending = (accepted_bytes - throttled, throttled, error_bytes)
+                p += 1
+            else:
+                # An idle window leaves nothing marked: every window up to the next busy one (or the
+                # last) only decays each meter created so far by one tick. Run those ticks at once.
+                target = min(windows[p], last_window) if p < len(windows) else last_window
+                if target > k + 1:
+                    decayed_broker, decayed = _decay(np.array(self.broker_rate), self.rate[:, :self.ticked],
+                                                     target - k - 1)
+                    self.broker_rate = tuple(decayed_broker.tolist())
+                    self.rate[:, :self.ticked] = decayed
+                    k = target
+                    continue
+            k += 1
+
+    def _mark(self, i: int, a: int, b: int, ua: int, ub: int, over: bool) -> int:
         """Judge and mark the requests [a, b) of busy window i; the bytes throttled."""
         if a == b:
             return 0
-        rate_in.take(t[a:b], out=seen[a:b])
-        u_codes = u_topic[ua:ub]
-        marked_in[u_codes] += u_accepted[ua:ub]
-        if has_error[i]:
-            marked_error[u_codes] += u_error[ua:ub]
+        t, seen, marked_in = self.t, self.seen, self.pending[ACCEPTED]
+        self.rate[ACCEPTED].take(t[a:b], out=seen[a:b])
+        u_codes = self.u_topic[ua:ub]
+        marked_in[u_codes] += self.u_accepted[ua:ub]
+        if self.has_error[i]:
+            self.pending[ERROR][u_codes] += self.u_error[ua:ub]
         if not over:
             return 0
-        throttled = a + np.flatnonzero((seen[a:b] * NANOS_PER_SECOND > thr[a:b]) & ~error[a:b])
+        error = self.error[a:b]
+        throttled = a + np.flatnonzero((seen[a:b] * NANOS_PER_SECOND > self.thr[a:b]) & ~error)
         if not len(throttled):
             return 0
-        decision[throttled] = THROTTLED
-        codes, sizes = t[throttled], size[throttled]
+        self.decision[throttled] = THROTTLED
+        codes, sizes = t[throttled], self.size[throttled]
         np.subtract.at(marked_in, codes, sizes)
-        np.add.at(marked_throttled, codes, sizes)
+        np.add.at(self.pending[THROTTLED], codes, sizes)
         return int(sizes.sum())
 
-    def run_quietly(k: int, i: int, length: int) -> None:
-        """Windows k .. k + length - 1 (busy windows i .. i + length - 1), quiet: mark, tick and
-        read every live topic's meters in them at once (see `_quiet_ticks`)."""
-        ua, ub = u_lo[i], u_hi[i + length - 1]
+    def _tick_live_topics(self) -> None:
+        """Step 3 of a window before the last: tick every topic created before it."""
+        live, ticked, rate, pending = self.live, self.ticked, self.rate, self.pending
+        if live:
+            instant = pending[:, :live] / TICK_NANOS
+            if ticked:
+                old = rate[:, :ticked]
+                old += M1_ALPHA * (instant[:, :ticked] - old)
+            if live > ticked:
+                rate[:, ticked:live] = instant[:, ticked:live]
+            pending[:, :live] = 0
+        self.ticked = live
+
+    def _tick_due(self, start: int) -> None:
+        """Step 3 of the last window (starting at `start`): only the ticks at or before `as_of_ms`."""
+        due = np.flatnonzero(start + self.phase[:self.live] <= self.as_of_ms)
+        if len(due):
+            initialized = np.broadcast_to(due < self.ticked, (3, len(due)))
+            self.rate[:, due] = _tick(self.rate[:, due], initialized, self.pending[:, due])
+            self.pending[:, due] = 0
+
+    def _run_quietly(self, k: int, i: int, end: int, total: float) -> int:
+        """Window k (busy window i, quiet, its broker tick done) and the quiet windows after it,
+        before `end`: mark, tick and read every live topic's meters in them at once (see
+        `_quiet_ticks`). The run's length."""
+        rates, self.broker_rate = _quiet_broker(self.broker_rate, k, end, self.windows, i,
+                                                self.window_marks, total)
+        length = len(rates)
+        self.window_rate[i:i + length] = rates
+        live, rate, pending, n_topics = self.live, self.rate, self.pending, self.n_topics
+        ua, ub = self.u_lo[i], self.u_hi[i + length - 1]
         marks = np.zeros((2 * length + 1, 3, n_topics), dtype=np.int64)
         marks[0] = pending
-        rows = u_part[ua:ub] - (2 * k - 1)
-        marks[rows, ACCEPTED, u_topic[ua:ub]] = u_accepted[ua:ub]
-        marks[rows, ERROR, u_topic[ua:ub]] = u_error[ua:ub]
+        rows = self.u_part[ua:ub] - (2 * k - 1)
+        marks[rows, ACCEPTED, self.u_topic[ua:ub]] = self.u_accepted[ua:ub]
+        marks[rows, ERROR, self.u_topic[ua:ub]] = self.u_error[ua:ub]
         history = _quiet_ticks(marks, rate[:, :live])
         rate[:, :live] = history[-1]
         pending[:, :live] = marks[-1, :, :live]
         pending[:, live:] = marks[:, :, live:].sum(axis=0)  # created in the last window: no tick yet
-        a, b = lo[i], hi[i + length - 1]
+        a, b = self.lo[i], self.hi[i + length - 1]
         if live:  # a request before its topic's tick in window k + j saw row j, at or after it row j + 1
-            codes = t[a:b]
-            row = (part[a:b] - (2 * k - 1)) // 2
-            seen[a:b] = np.where(codes < live, history[row, ACCEPTED, np.minimum(codes, live - 1)], 0.0)
+            codes = self.t[a:b]
+            row = (self.part[a:b] - (2 * k - 1)) // 2
+            self.seen[a:b] = np.where(codes < live, history[row, ACCEPTED, np.minimum(codes, live - 1)], 0.0)
+        return length
 
-    p = 0  # the next busy window (one holding requests)
-    k = 0
-    while k <= last_window:
-        start = origin + k * TICK_MS
-        busy = p < len(windows) and windows[p] == k
-        if k >= 1:  # 1. broker tick at `start`
-            b_rate = _broker_tick(b_rate, b_initialized, b_pending)
-            b_initialized = True
-            b_pending = (0, 0, 0)
-        broker_rate = b_rate[ACCEPTED] * NANOS_PER_SECOND
-        over = broker_rate > total
-        while live < n_topics and born_list[live] < k:  # the topics that tick in this window
-            live += 1
-        if busy and not over and live == ticked and k < last_window:
-            # quiet windows: nothing throttled, no topic's first tick
-            end = min(k + quiet_limit, last_window, born_list[live] + 1 if live < n_topics else last_window)
-            rates, b_rate = _quiet_broker(b_rate, k, end, windows, p, window_marks, total)
-            length = len(rates)
-            window_rate[p:p + length] = rates
-            run_quietly(k, p, length)
-            accepted_bytes, error_bytes = window_marks[p + length - 1]
-            b_pending = (accepted_bytes, 0, error_bytes)
-            p += length
-            k += length
-            continue
-        throttled = 0
-        if busy:
-            window_rate[p] = broker_rate
-            throttled += mark(p, lo[p], mid[p], u_lo[p], u_mid[p], over)  # 2.
-        if k < last_window:  # 3. topic ticks: the topics created before this window
-            if live:
-                instant = pending[:, :live] / TICK_NANOS
-                if ticked:
-                    old = rate[:, :ticked]
-                    old += M1_ALPHA * (instant[:, :ticked] - old)
-                if live > ticked:
-                    rate[:, ticked:live] = instant[:, ticked:live]
-                pending[:, :live] = 0
-            ticked = live
-        else:  # the last window: only the ticks at or before `as_of_ms`
-            due = np.flatnonzero(start + phase[:live] <= as_of_ms)
-            if len(due):
-                initialized = np.broadcast_to(due < ticked, (3, len(due)))
-                rate[:, due] = _tick(rate[:, due], initialized, pending[:, due])
-                pending[:, due] = 0
-        if busy:
-            throttled += mark(p, mid[p], hi[p], u_mid[p], u_hi[p], over)  # 4.
-            b_pending = (int(w_accepted[p]) - throttled, throttled, int(w_error[p]))
-            p += 1
-        else:
-            # An idle window leaves nothing marked: every window up to the next busy one (or the
-            # last) only decays each meter created so far by one tick. Run those ticks at once.
-            target = min(windows[p], last_window) if p < len(windows) else last_window
-            if target > k + 1:
-                decayed_broker, decayed = _decay(np.array(b_rate), rate[:, :ticked], target - k - 1)
-                b_rate = tuple(decayed_broker.tolist())
-                rate[:, :ticked] = decayed
-                k = target
-                continue
-        k += 1
-
-    out_decision = np.empty(n, dtype=np.int8)
-    out_decision[perm] = decision
-    topic_rate = np.empty(n)
-    topic_rate[perm] = seen * NANOS_PER_SECOND
-    total_rate = window_rate[window_index] if n else np.zeros(0)
-    topic_count = np.zeros((3, n_topics), dtype=np.int64)
-    np.add.at(topic_count.reshape(-1), decision.astype(np.int64) * n_topics + order[t], size)
-    return BrokerResult(out_decision, total_rate, topic_rate, created, topic_count,
-                        rate[:, rank] * NANOS_PER_SECOND, topic_count.sum(axis=1),
-                        np.array(b_rate) * NANOS_PER_SECOND)
+    def result(self) -> BrokerResult:
+        """The decisions and rates per request in the order given, and the meters as of `as_of_ms`."""
+        n, n_topics, perm, t = self.n, self.n_topics, self.perm, self.t
+        decision = np.empty(n, dtype=np.int8)
+        decision[perm] = self.decision
+        topic_rate = np.empty(n)
+        topic_rate[perm] = self.seen * NANOS_PER_SECOND
+        total_rate = self.window_rate[self.window_index] if n else np.zeros(0)
+        topic_count = np.zeros((3, n_topics), dtype=np.int64)
+        cells = self.decision.astype(np.int64) * n_topics + self.order[t]
+        np.add.at(topic_count.reshape(-1), cells, self.size)
+        return BrokerResult(decision, total_rate, topic_rate, self.created, topic_count,
+                            self.rate[:, self.rank] * NANOS_PER_SECOND, topic_count.sum(axis=1),
+                            np.array(self.broker_rate) * NANOS_PER_SECOND)
 
 
 def _broker_tick(rate: tuple[float, float, float], initialized: bool,
