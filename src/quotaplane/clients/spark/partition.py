@@ -102,14 +102,55 @@ def partition_function(configs: Mapping[int, ClientQuotaConfig], settings: Clien
                        factors: FactorTable, schema: T.StructType) -> Callable[[Batches], Batches]:
     """What each partition's call runs: `INPUT_COLUMNS` in, the columns of `schema` (some of
     `decision_schema`) out (see the module doc)."""
-    resolvers = {int(config_id): QuotaResolver(config) for config_id, config in configs.items()}
-    decide = decider(settings, factors)
-    type_index = {name: code for code, name in enumerate(QUOTA_TYPES)}
-    arrow_schema = pa.schema([pa.field(f.name, _ARROW[f.dataType], f.nullable) for f in schema])
-    sources = pa.array(SOURCES, type=pa.string())
-    value_types = np.array([name in QUOTA_VALUE_TYPES for name in QUOTA_TYPES])
+    return _PartitionCall(configs, settings, factors, schema)
 
-    def resolve(table: pa.Table, config: np.ndarray, type_code: np.ndarray) -> tuple[_Keys, np.ndarray]:
+
+class _PartitionCall:
+    """The per-partition call, with what it carries to the Python workers: a resolver per
+    configuration, the run decider and the output's Arrow schema."""
+
+    def __init__(self, configs: Mapping[int, ClientQuotaConfig], settings: ClientQuotaSettings,
+                 factors: FactorTable, schema: T.StructType) -> None:
+        self.settings = settings
+        self.resolvers = {int(config_id): QuotaResolver(config) for config_id, config in configs.items()}
+        self.decide = decider(settings, factors)
+        self.type_index = {name: code for code, name in enumerate(QUOTA_TYPES)}
+        self.arrow_schema = pa.schema([pa.field(f.name, _ARROW[f.dataType], f.nullable) for f in schema])
+        self.sources = pa.array(SOURCES, type=pa.string())
+        self.value_types = np.array([name in QUOTA_VALUE_TYPES for name in QUOTA_TYPES])
+
+    def __call__(self, batches: Batches) -> Batches:
+        received = [b for b in batches if b.num_rows]
+        if not received:
+            return
+        table = pa.Table.from_batches(received)
+        config = _numbers(table.column("config_id"), np.int64)
+        broker = _numbers(table.column("broker_id"), np.int64)
+        type_name, type_names = _codes(table.column("quota_type"))
+        type_code = np.array([self.type_index[name] for name in type_names], dtype=np.int64)[type_name]
+        keys, key = self._resolve(table, config, type_code)
+        # a run: one (config, broker, type), one `decide`; a group: one sharing group of a run
+        brokers, broker_code = _dense(broker)
+        run_code = (_dense(config)[1] * brokers.size + broker_code) * len(QUOTA_TYPES) + type_code
+        group = run_code * (int(keys.tag_code.max()) + 1) + keys.tag_code[key]
+        t = _numbers(table.column("ts_ms"), np.int64)
+        order = np.lexsort((_numbers(table.column("_row"), np.int64),
+                            _numbers(table.column("_file"), np.int64), t, group))
+        decided = self._decide_runs(key[order], run_code[order], group[order], t[order],
+                                    _numbers(table.column("value"), np.float64)[order], broker[order],
+                                    type_code[order], keys)
+        for name, array in decided.items():  # back to the order the rows came in
+            decided[name] = np.empty_like(array)
+            decided[name][order] = array
+        offset = 0
+        for batch in received:
+            rows = slice(offset, offset + batch.num_rows)
+            offset = rows.stop
+            yield self._batch(batch, key[rows], type_code[rows], keys,
+                              {name: array[rows] for name, array in decided.items()})
+
+    def _resolve(self, table: pa.Table, config: np.ndarray, type_code: np.ndarray
+                 ) -> tuple[_Keys, np.ndarray]:
         """The distinct keys of the rows, resolved; and each row's key index."""
         user, users = _codes(table.column("user"))
         client, clients = _codes(table.column("client_id"))
@@ -121,50 +162,20 @@ def partition_function(configs: Mapping[int, ClientQuotaConfig], settings: Clien
         tag_ids: dict[tuple[int, int, str, str], int] = {}
         for row in first.tolist():
             config_id, code = int(configs_seen[config_code[row]]), int(type_code[row])
-            quota_type, resolver = QUOTA_TYPES[code], resolvers[config_id]
+            quota_type, resolver = QUOTA_TYPES[code], self.resolvers[config_id]
             tags, resolved = resolver.resolve(quota_type, users[user[row]], clients[client[row]])
             tag_users.append(tags.user)
             tag_clients.append(tags.client_id)
             limits.append(np.nan if resolved.limit is None else float(resolved.limit))
             levels.append(resolved.level or 0)
-            flags.append(is_recorded(resolver, quota_type, settings))
+            flags.append(is_recorded(resolver, quota_type, self.settings))
             tag_codes.append(tag_ids.setdefault((config_id, code, tags.user, tags.client_id), len(tag_ids)))
         keys = _Keys(pa.array(tag_users, type=pa.string()), pa.array(tag_clients, type=pa.string()),
                      np.array(tag_codes, dtype=np.int64), np.array(limits, dtype=np.float64),
                      np.array(levels, dtype=np.int64), np.array(flags, dtype=bool))
         return keys, key.reshape(-1)
 
-    def run(batches: Batches) -> Batches:
-        received = [b for b in batches if b.num_rows]
-        if not received:
-            return
-        table = pa.Table.from_batches(received)
-        config = _numbers(table.column("config_id"), np.int64)
-        broker = _numbers(table.column("broker_id"), np.int64)
-        type_name, type_names = _codes(table.column("quota_type"))
-        type_code = np.array([type_index[name] for name in type_names], dtype=np.int64)[type_name]
-        keys, key = resolve(table, config, type_code)
-        # a run: one (config, broker, type), one `decide`; a group: one sharing group of a run
-        brokers, broker_code = _dense(broker)
-        run_code = (_dense(config)[1] * brokers.size + broker_code) * len(QUOTA_TYPES) + type_code
-        group = run_code * (int(keys.tag_code.max()) + 1) + keys.tag_code[key]
-        t = _numbers(table.column("ts_ms"), np.int64)
-        order = np.lexsort((_numbers(table.column("_row"), np.int64),
-                            _numbers(table.column("_file"), np.int64), t, group))
-        decided = _decide_runs(key[order], run_code[order], group[order], t[order],
-                               _numbers(table.column("value"), np.float64)[order], broker[order],
-                               type_code[order], keys)
-        for name, array in decided.items():  # back to the order the rows came in
-            decided[name] = np.empty_like(array)
-            decided[name][order] = array
-        offset = 0
-        for batch in received:
-            rows = slice(offset, offset + batch.num_rows)
-            offset = rows.stop
-            yield _batch(batch, key[rows], type_code[rows], keys,
-                         {name: array[rows] for name, array in decided.items()})
-
-    def _decide_runs(key: np.ndarray, run_code: np.ndarray, group: np.ndarray, t: np.ndarray,
+    def _decide_runs(self, key: np.ndarray, run_code: np.ndarray, group: np.ndarray, t: np.ndarray,
                      value: np.ndarray, broker: np.ndarray, type_code: np.ndarray,
                      keys: _Keys) -> dict[str, np.ndarray]:
         """The decisions of every row (sorted), run by run."""
@@ -180,7 +191,7 @@ def partition_function(configs: Mapping[int, ClientQuotaConfig], settings: Clien
             if not recorded[a]:
                 out["units"][a:b] = units_of(quota_type, value[a:b])
                 continue
-            d = decide(quota_type, int(broker[a]), t[a:b], value[a:b], base[a:b], group[a:b])
+            d = self.decide(quota_type, int(broker[a]), t[a:b], value[a:b], base[a:b], group[a:b])
             r = d.result
             for name, array in (("units", d.units), ("limit", d.limit), ("source", d.source),
                                 ("factor", d.factor), ("rate", r.rate), ("window", r.window_ms),
@@ -190,9 +201,11 @@ def partition_function(configs: Mapping[int, ClientQuotaConfig], settings: Clien
         out["recorded"] = recorded
         return out
 
-    def _batch(batch: pa.RecordBatch, key: np.ndarray, type_code: np.ndarray, keys: _Keys,
+    def _batch(self, batch: pa.RecordBatch, key: np.ndarray, type_code: np.ndarray, keys: _Keys,
                d: dict[str, np.ndarray]) -> pa.RecordBatch:
+        """One received batch with its decisions: the schema's columns, passed through or made."""
         recorded, throttle, level = d["recorded"], d["throttle"], keys.level[key]
+        value_type = self.value_types[type_code]
         index = pa.array(key)
         made: dict[str, Callable[[], pa.Array]] = {
             "tag_user": lambda: keys.tag_user.take(index),
@@ -201,7 +214,7 @@ def partition_function(configs: Mapping[int, ClientQuotaConfig], settings: Clien
             "recorded": lambda: pa.array(recorded),
             "quota_limit": lambda: _floats(d["limit"]),
             "quota_level": lambda: pa.array(level.astype(np.int32), mask=level == 0),
-            "quota_source": lambda: sources.take(pa.array(d["source"])),
+            "quota_source": lambda: self.sources.take(pa.array(d["source"])),
             "throttle_factor": lambda: _floats(d["factor"]),
             "rate": lambda: _floats(d["rate"]),
             "window_ms": lambda: pa.array(d["window"], type=pa.int64(), mask=~recorded),
@@ -211,13 +224,11 @@ def partition_function(configs: Mapping[int, ClientQuotaConfig], settings: Clien
             "throttled": lambda: pa.array(throttle > 0),
             "throttle_time_ms": lambda: pa.array(throttle.astype(np.int32)),
             "seq": lambda: pa.array(d["seq"], type=pa.int64(), mask=~recorded),
-            "quota_value": lambda: _floats(np.where(recorded & value_types[type_code], d["limit"], np.nan)),
+            "quota_value": lambda: _floats(np.where(recorded & value_type, d["limit"], np.nan)),
         }
         columns = [made[f.name]() if f.name in made else batch.column(f.name).cast(f.type)
-                   for f in arrow_schema]
-        return pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
-
-    return run
+                   for f in self.arrow_schema]
+        return pa.RecordBatch.from_arrays(columns, schema=self.arrow_schema)
 
 
 def output_schema(configs: Mapping[int, ClientQuotaConfig], settings: ClientQuotaSettings,
