@@ -153,7 +153,6 @@ class _Broker:
                                             for i in range(3))
         w_accepted, w_error = _run_sums(accepted_size, window_start), _run_sums(error_size, window_start)
         self.windows = busy_window.tolist()
-        self.has_error = (w_error > 0).tolist()
         self.window_marks = list(zip(w_accepted.tolist(), w_error.tolist(), strict=True))
 
         self.decision = np.where(self.error, ERROR, ACCEPTED).astype(np.int8)
@@ -227,7 +226,8 @@ class _Broker:
         self.rate[ACCEPTED].take(t[a:b], out=seen[a:b])
         u_codes = self.u_topic[ua:ub]
         marked_in[u_codes] += self.u_accepted[ua:ub]
-        if self.has_error[i]:
+        _, error_bytes = self.window_marks[i]
+        if error_bytes:
             self.pending[ERROR][u_codes] += self.u_error[ua:ub]
         if not over:
             return 0
