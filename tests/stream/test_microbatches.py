@@ -18,6 +18,7 @@ from quotaplane.core.incremental import QUARANTINE, Advance, Column, Table
 from quotaplane.core.policy import Input
 from quotaplane.core.records import Field, RecordSchema
 from quotaplane.core.spark.session import task_slots, tasks_for
+from quotaplane.stream import keyed
 from quotaplane.stream.commits import CommitLog
 from quotaplane.stream.keyed import STATE, outcome_counts, outcome_value, partition_step, step_function
 from quotaplane.stream.plan import Streamed
@@ -170,15 +171,22 @@ def test_a_table_named_as_a_column_of_the_answer_is_refused() -> None:
         step_function(Rows(), None, 1_000)
 
 
-def test_a_task_steps_each_key_of_its_sorted_rows_once_and_writes_their_states_in_one_file(tmp_path) -> None:
-    # a key's rows may span Arrow batches; each key is one group, stepped once
+@pytest.mark.parametrize(("answer_rows", "keys_per_answer"),
+                         [(1, [1, 1, 1]), (3, [1, 2]), (keyed.ANSWER_ROWS, [3])])
+def test_a_task_steps_each_key_of_its_sorted_rows_once_and_writes_their_states_in_one_file(
+        tmp_path, monkeypatch, answer_rows, keys_per_answer) -> None:
+    # a key's rows may span Arrow batches; each key is one group, stepped once; the answers of
+    # consecutive keys are handed over together, whole keys at a time, in the keys' order
+    monkeypatch.setattr(keyed, "ANSWER_ROWS", answer_rows)
     def rows(k: str, *times: int) -> pa.RecordBatch:
         lines = [_line(ts, k) for ts in times]
         return pa.record_batch({"key": [f'{{"k":"{k}"}}'] * len(times), "input": ["events"] * len(times),
                                 "row": lines, "state": pa.array([None] * len(times), pa.binary())})
 
     batches = [rows("a", 0, 1), rows("a", 2), pa.concat_batches([rows("b", 0), rows("c", 0, 5_000)])]
-    out = pa.Table.from_batches(list(partition_step(Echo(), None, 1_000, str(tmp_path))(iter(batches))))
+    answers = list(partition_step(Echo(), None, 1_000, str(tmp_path))(iter(batches)))
+    assert [len(set(b.column("key").to_pylist())) for b in answers] == keys_per_answer
+    out = pa.Table.from_batches(answers)
     assert out.column_names == ["key", "table", "row", "through", "echo"]
     columns = (out.column(c).to_pylist() for c in ("key", "table", "echo"))
     decided = [(json.loads(k)["k"], r["seen"]) for k, t, r in zip(*columns, strict=True) if t == "echo"]

@@ -24,8 +24,10 @@ import os
 import pickle
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -89,22 +91,91 @@ def outcome_counts(policy: Incremental[Any], tables: Mapping[str, Sequence[Mappi
     return counts
 
 
-def step_function(policy: Incremental[Any], config: Any, watermark_ms: int | None,
-                  ) -> Callable[[pa.Table], pa.Table]:
-    """The function advancing one key's group of `policy` to `watermark_ms`. A group is read and
-    returned as Arrow columns, without a pandas frame each way: a key's own cost is its rows,
-    and a micro-batch of thousands of keys with a few rows each pays no frame per key."""
+@dataclass
+class _KeyAnswer:
+    """One key's answer: its rows (`table`, and `row`'s text or None), the last its state row, with
+    the decided rows of each table (in the tables' order, the first rows), the pickled state and
+    `through`."""
 
-    tables = policy.output_tables(config)
-    names = {t.name for t in tables}
-    if clash := sorted(names.intersection(ANSWER_COLUMNS)):
-        raise ValueError(f"policy {policy.name}: table {clash[0]!r} has the name of a column of the keys' "
-                         f"answer (one of {', '.join(ANSWER_COLUMNS)})")
-    out_types: dict[pa.DataType, list[pa.StructType]] = {}  # per string type: each table's struct
+    key: str
+    table: list[str]
+    row: list[str | None]
+    decided: list[list[dict[str, Any]]]
+    state: bytes
+    through: int | None
 
-    def step(group: pa.Table) -> pa.Table:
-        keys = group.column("key")
-        key = keys[0].as_py()
+
+class _Answers:
+    """The answers of keys stepped one after another, as one Arrow table: each column is built
+    once for them all, not once per key (a key with a few rows would pay more for its columns than
+    for its step). A key's rows are its decided rows, table by table, the rows the policy
+    quarantined, its late rows, then its state row."""
+
+    def __init__(self, tables: Sequence[Table], out_types: Sequence[pa.StructType], schema: pa.Schema,
+                 with_state: bool) -> None:
+        self.tables, self.out_types, self.schema, self.with_state = tables, out_types, schema, with_state
+        self.key: list[str] = []
+        self.table: list[str] = []
+        self.row: list[str | None] = []
+        self.state: list[bytes | None] = []
+        self.through: list[int | None] = []
+        self.decided: list[list[dict[str, Any]]] = [[] for _ in tables]
+        self.at: list[list[int]] = [[] for _ in tables]  # the answer row of each decided row
+
+    def add(self, answer: _KeyAnswer) -> None:
+        start = len(self.table)
+        for rows, decided, at in zip(answer.decided, self.decided, self.at, strict=True):
+            at.extend(range(start, start + len(rows)))
+            decided.extend(rows)
+            start += len(rows)
+        n = len(answer.table) - 1  # the rows before the state row
+        self.key += [answer.key] * (n + 1)
+        self.table += answer.table
+        self.row += answer.row
+        self.through += [None] * n + [answer.through]
+        if self.with_state:
+            self.state += [None] * n + [answer.state]
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def arrow(self) -> pa.Table:
+        text = self.schema.field("row").type  # Spark's string type here (large or not)
+        n = len(self.table)
+        columns = {"key": pa.array(self.key, self.schema.field("key").type),
+                   "table": pa.array(self.table, text), "row": pa.array(self.row, text)}
+        if self.with_state:
+            columns["state"] = pa.array(self.state, self.schema.field("state").type)
+        columns["through"] = pa.array(self.through, pa.int64())
+        for table, kind, rows, at in zip(self.tables, self.out_types, self.decided, self.at, strict=True):
+            index = np.full(n, -1, np.int64)
+            index[at] = np.arange(len(at))
+            columns[table.name] = _table_rows(table, rows, kind).take(pa.array(index, mask=index < 0))
+        return pa.table(columns)
+
+
+class _KeyStep:
+    """Advancing one key's group of `policy` to `watermark_ms` (`step_function`)."""
+
+    def __init__(self, policy: Incremental[Any], config: Any, watermark_ms: int | None) -> None:
+        self.policy, self.config, self.watermark_ms = policy, config, watermark_ms
+        self.tables = policy.output_tables(config)
+        self.names = {t.name for t in self.tables}
+        if clash := sorted(self.names.intersection(ANSWER_COLUMNS)):
+            raise ValueError(f"policy {policy.name}: table {clash[0]!r} has the name of a column of the "
+                             f"keys' answer (one of {', '.join(ANSWER_COLUMNS)})")
+        self._out_types: dict[pa.DataType, list[pa.StructType]] = {}  # per string type
+
+    def answers(self, schema: pa.Schema, with_state: bool) -> _Answers:
+        """An empty set of answers to groups of `schema`."""
+        text = schema.field("row").type
+        if text not in self._out_types:
+            self._out_types[text] = [_out_type(t, text) for t in self.tables]
+        return _Answers(self.tables, self._out_types[text], schema, with_state)
+
+    def __call__(self, group: pa.Table) -> _KeyAnswer:
+        policy = self.policy
+        key = group.column("key")[0].as_py()
         state: Any = None
         texts: dict[str, list[str]] = defaultdict(list)
         for kind, text, blob in zip(group.column("input").to_pylist(), group.column("row").to_pylist(),
@@ -122,63 +193,71 @@ def step_function(policy: Incremental[Any], config: Any, watermark_ms: int | Non
                         if all(row.get(k) is None for k in fields):
                             row.update(fields)
         if state is None:
-            state = policy.new_state(config)
-        advanced = policy.advance(config, state, rows, watermark_ms)
-        text = group.schema.field("row").type  # Spark's string type here (large or not)
-        # the decided rows first, table by table, each in its table's column
-        decided = [advanced.tables.get(t.name) or [] for t in tables]
-        out_table = [t.name for t, table_rows in zip(tables, decided, strict=True) for _ in table_rows]
+            state = policy.new_state(self.config)
+        advanced = policy.advance(self.config, state, rows, self.watermark_ms)
+        decided = [advanced.tables.get(t.name) or [] for t in self.tables]
+        out_table = [t.name for t, table_rows in zip(self.tables, decided, strict=True) for _ in table_rows]
         out_row: list[str | None] = [None] * len(out_table)
         for name, table_rows in advanced.tables.items():
-            if name not in names:  # rows the policy quarantined
+            if name not in self.names:  # rows the policy quarantined
                 out_table += [name] * len(table_rows)
                 out_row += [_dumps(row) for row in table_rows]
         for late in advanced.late:
             out_table.append(LATE_TABLE)
             out_row.append(_dumps(late))
-        n = len(out_table)
         counts = outcome_counts(policy, advanced.tables)
-        through = policy.decided_through(state, watermark_ms)
-        columns = {
-            "key": pa.array([key] * (n + 1), keys.type),
-            "table": pa.array([*out_table, STATE], text),
-            "row": pa.array([*out_row, _dumps(counts) if counts else None], text),
-            "state": pa.array([None] * n + [pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)],
-                              group.schema.field("state").type),
-            "through": pa.array([None] * n + [through], pa.int64()),
-        }
-        if text not in out_types:
-            out_types[text] = [_out_type(t, text) for t in tables]
-        start = 0
-        for table, table_rows, kind in zip(tables, decided, out_types[text], strict=True):
-            columns[table.name] = pa.concat_arrays([
-                pa.nulls(start, kind), _table_rows(table, table_rows, kind),
-                pa.nulls(n + 1 - start - len(table_rows), kind)])
-            start += len(table_rows)
-        return pa.table(columns)
+        out_table.append(STATE)
+        out_row.append(_dumps(counts) if counts else None)
+        blob = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        through = policy.decided_through(state, self.watermark_ms)
+        return _KeyAnswer(key, out_table, out_row, decided, blob, through)
+
+
+def step_function(policy: Incremental[Any], config: Any, watermark_ms: int | None,
+                  ) -> Callable[[pa.Table], pa.Table]:
+    """The function advancing one key's group of `policy` to `watermark_ms`. A group is read and
+    returned as Arrow columns, without a pandas frame each way."""
+    key_step = _KeyStep(policy, config, watermark_ms)
+
+    def step(group: pa.Table) -> pa.Table:
+        answers = key_step.answers(group.schema, with_state=True)
+        answers.add(key_step(group))
+        return answers.arrow()
 
     return step
+
+
+#: the answer rows a task gathers before it hands them over as one Arrow table
+ANSWER_ROWS = 8_192
 
 
 def partition_step(policy: Incremental[Any], config: Any, watermark_ms: int | None, state_dir: str,
                    ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The `mapInArrow` function advancing the keys of one task's partition, its rows sorted by key
-    (so each key's rows are one run): each key is stepped by `step_function`, whose answer is given
-    back without the key's pickled state. The task writes its keys' states (`key`, `state`) to one
+    (so each key's rows are one run): each key is stepped as `step_function` steps it, and the
+    answers of consecutive keys are given back together (about `ANSWER_ROWS` rows at a time),
+    without the keys' pickled states. The task writes its keys' states (`key`, `state`) to one
     Parquet file of `state_dir`, named by its partition (a retried task replaces it), under a hidden
     name of the attempt's own, renamed into place when whole. The state row (`table` = `STATE`)
     stays, with the key's outcome counts and `through`."""
-    step = step_function(policy, config, watermark_ms)
+    key_step = _KeyStep(policy, config, watermark_ms)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         keys: list[str] = []
         states: list[bytes] = []
+        answers: _Answers | None = None
         for group in _key_runs(batches):
-            out = step(group)
-            # the key's state is the answer's last row
-            keys.append(out.column("key")[-1].as_py())
-            states.append(out.column("state")[-1].as_py())
-            yield from out.drop_columns(["state"]).to_batches()
+            answer = key_step(group)
+            keys.append(answer.key)
+            states.append(answer.state)
+            if answers is None:
+                answers = key_step.answers(group.schema, with_state=False)
+            answers.add(answer)
+            if len(answers) >= ANSWER_ROWS:
+                yield from answers.arrow().to_batches()
+                answers = None
+        if answers is not None:
+            yield from answers.arrow().to_batches()
         if keys:
             _write_states(state_dir, pa.table({"key": pa.array(keys, pa.string()),
                                                "state": pa.array(states, pa.binary())}))
