@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 
 from quotaplane.backlog.config import CONSUMER_BACKLOG_EVICTION, BacklogPolicies
 from quotaplane.backlog.engine.checks import (
@@ -27,8 +26,10 @@ from quotaplane.backlog.names import namespace_of
 
 
 def check_topic(ts_ms: int, topic: str, rows: Sequence[Snapshot], quotas: ResolvedQuotas,
-                precise: bool) -> TickResult:
-    """One topic at one tick; counters are left at 0 (see `evaluate`)."""
+                precise: bool, counts: dict[str, int] | None = None) -> TickResult:
+    """One topic at one tick. `counts`: the topic's eviction runs before this tick per quota type
+    (`SIZE`, `TIME`), updated in place with this tick's and given as the result's counters; None:
+    the counters are left at 0."""
     oldest = oldest_subscription(rows)
     size = oldest.backlog_size_bytes if oldest else 0
     base = age_base_ms(oldest.oldest_unacked_publish_ts_ms, oldest.oldest_unacked_ledger_close_ts_ms,
@@ -39,6 +40,8 @@ def check_topic(ts_ms: int, topic: str, rows: Sequence[Snapshot], quotas: Resolv
     if action == CONSUMER_BACKLOG_EVICTION:
         evictions = (size_eviction(oldest, quotas.size_limit) if exceeded == SIZE
                      else time_evictions(ts_ms, rows, quotas.time_limit, precise))
+    if counts is not None and action == CONSUMER_BACKLOG_EVICTION and exceeded is not None:
+        counts[exceeded] += 1
     return TickResult(
         ts_ms=ts_ms,
         topic=topic,
@@ -53,6 +56,8 @@ def check_topic(ts_ms: int, topic: str, rows: Sequence[Snapshot], quotas: Resolv
         action=action,
         producers=PRODUCER_EFFECT.get(action) if action else None,
         evictions=evictions,
+        size_evictions_total=counts[SIZE] if counts is not None else 0,
+        time_evictions_total=counts[TIME] if counts is not None else 0,
     )
 
 
@@ -80,11 +85,4 @@ def next_tick(policies: BacklogPolicies, ts_ms: int, topic: str, rows: Sequence[
     not given."""
     if quotas is None:
         quotas = resolve(policies, topic, rows[0].partitioned_topic)
-    result = check_topic(ts_ms, topic, rows, quotas, policies.broker.precise_time_check)
-    if result.eviction_run and result.exceeded is not None:
-        counts[result.exceeded] += 1
-    return _with_counts(result, counts[SIZE], counts[TIME])
-
-
-def _with_counts(result: TickResult, size_total: int, time_total: int) -> TickResult:
-    return replace(result, size_evictions_total=size_total, time_evictions_total=time_total)
+    return check_topic(ts_ms, topic, rows, quotas, policies.broker.precise_time_check, counts)

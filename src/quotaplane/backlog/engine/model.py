@@ -24,7 +24,10 @@ class Snapshot:
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> Snapshot:
-        return cls(**{k: record.get(k) for k in cls.__dataclass_fields__})
+        return cls(*map(record.get, _SNAPSHOT_FIELDS))
+
+
+_SNAPSHOT_FIELDS = tuple(Snapshot.__dataclass_fields__)
 
 
 @dataclass(frozen=True)

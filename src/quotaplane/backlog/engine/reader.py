@@ -42,8 +42,10 @@ def group_reasons(rows: Sequence[Snapshot]) -> list[str | None]:
     reader applies them (`spark.reader.with_group_rules`): each row of a subscription seen more than
     once gets `DUPLICATE_REASON`; when the rows (those included) disagree on `partitioned_topic`,
     every other row gets `PARENT_CONFLICT_REASON`; None: the row is used."""
-    times = Counter(s.subscription for s in rows)
     conflict = len({s.partitioned_topic for s in rows}) > 1
+    if not conflict and len({s.subscription for s in rows}) == len(rows):
+        return [None] * len(rows)  # the common case, without counting
+    times = Counter(s.subscription for s in rows)
     return [DUPLICATE_REASON if times[s.subscription] > 1 else PARENT_CONFLICT_REASON if conflict else None
             for s in rows]
 
