@@ -1,10 +1,10 @@
 """The reference engine and the Spark pipeline agree exactly on generated producer traffic.
 
 Each hypothesis example is a config and several independent brokers' traffic; the Spark transforms
-(limits as column expressions, one `applyInPandas` group per broker around the numpy kernel, the
-comparison aggregate) give `notice_decisions` and `notice_comparison`, collected in ONE job and
-compared with the reference's through the one harness. The example count comes from the
-"differential" hypothesis profile (tests/conftest.py).
+(one `applyInPandas` group per broker around the numpy kernel, the comparison aggregate) give
+`notice_decisions` and `notice_comparison`, collected in ONE job and compared with the reference's
+through the one harness. The example count comes from the "differential" hypothesis profile
+(tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -17,16 +17,14 @@ from hypothesis import given, settings
 
 from quotaplane.notices.config import NoticeConfig, parse_notice_config
 from quotaplane.notices.engine.evaluate import COMPARISON_COLUMNS, compare, evaluate
-from quotaplane.notices.engine.kernel import LIMIT_COLUMNS, limits_of
-from quotaplane.notices.records import PRODUCER_TRAFFIC, normalise_topic
+from quotaplane.notices.records import PRODUCER_TRAFFIC
 from quotaplane.notices.spark.evaluate import (
     COMPARISON_SCHEMA,
     NOTICE_SCHEMA,
     comparison,
     evaluate_notices,
-    with_limits,
 )
-from tests.notices.strategies import TOPICS, traffic
+from tests.notices.strategies import traffic
 from tests.support.differential import Engines, assert_engines_agree, records_frame
 
 Events = Sequence[dict[str, Any]]
@@ -75,23 +73,3 @@ def test_a_pause_beyond_a_long_fails_the_stage(spark) -> None:
     notices = records_frame(spark, events, PRODUCER_TRAFFIC).transform(evaluate_notices(config))
     with pytest.raises(Exception, match="pause_for_millis of a notice of broker '' is beyond a LONG"):
         notices.collect()
-
-
-@pytest.mark.spark
-def test_the_limits_as_columns_are_the_configs(spark) -> None:
-    # a topic policy with both rates 0 is no limiter (and hides its namespace's); a group without a
-    # rate is none; partitions take their topic's policy and group
-    props = {"topic.a.publishMaxByteRate": "10", "topic.public/default/b.publishMaxMessageRate": "0",
-             "namespace.public/default.publishMaxMessageRate": "5",
-             "namespace.t1/ns1.publishMaxByteRate": "7",
-             "resourcegroup.g.topics": "b,t1/ns1/d", "resourcegroup.g.publishRateInMsgs": "3",
-             "resourcegroup.h.topics": "c"}
-    config = parse_notice_config(props)
-    events = [{"ts_ms": 0, "connection_id": "c", "producer_id": 0, "topic": t, "bytes": 0} for t in TOPICS]
-    rows = records_frame(spark, events, PRODUCER_TRAFFIC).transform(with_limits(config)).collect()
-    got = sorted(tuple(r[c] for c in ("topic", *LIMIT_COLUMNS)) for r in rows)
-    resolved = limits_of(config, list(TOPICS))
-    expected = sorted(zip([normalise_topic(t) for t in TOPICS], *(resolved[c] for c in LIMIT_COLUMNS),
-                          strict=True))
-    assert got == expected
-    assert {r["resource_group"] for r in rows} == {None, "g"}

@@ -203,14 +203,27 @@ def test_the_buffer_pauses_every_connection_of_the_thread() -> None:
         3, "MessageBufferSizeBreach", 47, 2)
 
 
-def test_limits_resolved_elsewhere_are_used() -> None:
-    config = parse_notice_config(TOPIC_A)
+def test_the_limits_of_a_topic() -> None:
+    # a topic policy with both rates 0 is no limiter (and hides its namespace's); a group without a
+    # rate is none; partitions take their topic's policy and group; any spelling of a name is its
+    # full name
+    config = parse_notice_config({
+        "topic.a.publishMaxByteRate": "10", "topic.public/default/b.publishMaxMessageRate": "0",
+        "namespace.public/default.publishMaxMessageRate": "5", "namespace.t1/ns1.publishMaxByteRate": "7",
+        "resourcegroup.g.topics": "b,t1/ns1/d", "resourcegroup.g.publishRateInMsgs": "3",
+        "resourcegroup.h.topics": "c"})
+    topics = ["a", "persistent://public/default/a", "b", "b-partition-1", "c", "t1/ns1/d",
+              "non-persistent://t1/ns1/e"]
+    limits = limits_of(config, topics)
+    assert list(limits) == list(LIMIT_COLUMNS)
+    assert list(zip(*limits.values(), strict=True)) == [
+        (10, 0, None, 0, 0), (10, 0, None, 0, 0),  # a: its own policy
+        (0, 0, "g", 0, 3), (0, 0, "g", 0, 3),  # b: a policy of 0s, no limiter; in group g
+        (0, 5, None, 0, 0),  # c: its namespace's; group h has no rate
+        (7, 0, "g", 0, 3), (7, 0, None, 0, 0)]
+    # an event's limits are its topic's
     frame = traffic_frame([ev(0, size=1000), ev(0, "b", size=1000)])
-    resolved = limits_of(config, ["b", "b"])  # both events with b's limits: none
-    assert [r is None for r in resolved["resource_group"]] == [True, True]
-    assert evaluate_broker(config, frame.assign(**resolved)).empty
-    assert len(evaluate_broker(config, frame)) == 1
-    assert set(LIMIT_COLUMNS) == set(resolved)
+    assert len(evaluate_broker(parse_notice_config(TOPIC_A), frame)) == 1
 
 
 def test_the_forced_update_of_the_throttling_duration() -> None:

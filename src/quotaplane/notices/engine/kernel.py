@@ -70,9 +70,9 @@ from quotaplane.notices.engine.evaluate import (
 from quotaplane.notices.protocol import Reason
 from quotaplane.notices.records import normalise_topic
 
-# The limits resolved per event (the Spark stage computes them as columns; see `limits_of`): the
-# topic's publish rate (0: unlimited; both 0: no topic limiter), its resource group (null: none) and
-# the group's rate.
+# The limits of a topic (`limits_of`, resolved once per distinct topic of a broker): the topic's
+# publish rate (0: unlimited; both 0: no topic limiter), its resource group (null: none) and the
+# group's rate.
 LIMIT_COLUMNS = ("topic_bytes_per_s", "topic_messages_per_s", "resource_group", "group_bytes_per_s",
                  "group_messages_per_s")
 NOTICE_RECORD = RecordSchema(
@@ -178,11 +178,8 @@ class _Events:
         # first), publish latency; np.lexsort takes the last key as the primary one
         order = np.lexsort((latency, receipt_value, known, supports, messages, size, topic,
                             producer_id, connection, ts))
-        if all(c in events for c in LIMIT_COLUMNS):
-            limits = {c: events[c].to_numpy(object)[order] for c in LIMIT_COLUMNS}
-        else:
-            per_topic = limits_of(config, list(topic_names))
-            limits = {c: np.array(v, dtype=object)[topic[order]] for c, v in per_topic.items()}
+        per_topic = limits_of(config, list(topic_names))  # once per distinct topic
+        limits = {c: np.array(v, dtype=object)[topic[order]] for c, v in per_topic.items()}
         ts, latency = ts[order], latency[order]
         span = int(ts[-1]) - int(ts[0]) if n else 0
         kind = _fits(span + (int(latency.max()) if n else 0))
@@ -658,9 +655,8 @@ class _Stalls:
 def evaluate_broker(config: NoticeConfig, events: pd.DataFrame) -> pd.DataFrame:
     """The notices of one broker's events (`producer_traffic` columns, any order), as the reference
     engine gives them: `NOTICE_COLUMNS`, in event order and `REASON_ORDER` per event.
-
-    `LIMIT_COLUMNS`, when all present, give each event's resolved limits (`limits_of`); otherwise
-    they are resolved here. `receipt_latency_ms` may be null or negative for "no receipt".
+    Each topic's limits are resolved once (`limits_of`). `receipt_latency_ms` may be null or
+    negative for "no receipt".
     """
     ev = _Events.of(config, events)
     notices: list[tuple[int, int, int, tuple[Any, Any], tuple[Any, Any], str]] = []

@@ -1,6 +1,6 @@
 """PIP-385 producer throttle notices on Spark (docs/notices.md).
 
-`evaluate`: each event's limits as column expressions (`with_limits`), the notices of each broker
-in one `applyInPandas` group around the numpy kernel `quotaplane.notices.engine.kernel`
-(`evaluate_notices`), and the `notice_comparison` aggregate (`comparison`).
+`evaluate`: the notices of each broker in one `applyInPandas` group around the numpy kernel
+`quotaplane.notices.engine.kernel` (`evaluate_notices`), and the `notice_comparison` aggregate
+(`comparison`).
 """
