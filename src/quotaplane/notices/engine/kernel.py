@@ -655,6 +655,7 @@ class _Stalls:
 def evaluate_broker(config: NoticeConfig, events: pd.DataFrame) -> pd.DataFrame:
     """The notices of one broker's events (`producer_traffic` columns, any order), as the reference
     engine gives them: `NOTICE_COLUMNS`, in event order and `REASON_ORDER` per event.
+
     Each topic's limits are resolved once (`limits_of`). `receipt_latency_ms` may be null or
     negative for "no receipt".
     """
