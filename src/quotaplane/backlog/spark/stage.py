@@ -14,8 +14,8 @@ The whole evaluation is one pass over the snapshots (one shuffle by topic, one n
 partition; see `quotaplane.backlog.spark.evaluate`), cached: the first action collects one small
 row per topic (row counts, check counts, eviction totals, each topic's last check), from which the
 read counts, summary, topic stats, metrics and report table are built in Python; the two big tables
-are written from the cache; the report's series and holders are one more small aggregation of the
-checks.
+are written from the cache, side by side with each other and with the small ones; the report's
+series and holders are one more small aggregation of the checks.
 Only when rows were quarantined is the input read again, to write them with their original text.
 
 One observation of `pulsar_storage_backlog_quota_check_duration_seconds` is the wall-clock time
@@ -46,6 +46,7 @@ from quotaplane.backlog.spark.report_data import PLOTTED_TOPICS, report_data, se
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.local_table import local_table
 from quotaplane.core.spark.readers import REASON, ReadCounts, ReadResult
+from quotaplane.core.spark.side_by_side import side_by_side
 from quotaplane.core.spark.tables import write_parquet
 
 INPUT = "backlog_snapshots"
@@ -70,15 +71,17 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
             # the last tick of any check: the report's time axis ends there, the forecast is as of it
             last_ts_ms = max((t["last"]["ts_ms"] for t in topics), default=None)
         with ctx.progress.step("backlog: write tables"):
-            write_parquet(result.checks, ctx.out_dir / "backlog_checks")
-            write_parquet(result.evictions, ctx.out_dir / "backlog_evictions")
-            _write_quarantine(read, counts, ctx.out_dir / "quarantine" / INPUT)
             stats = T.topic_stats(topics)
             parts = T.partitioned_stats(stats)
-            write_parquet(local_table(ctx.spark, stats, T.TOPIC_STATS_SCHEMA),
-                          ctx.out_dir / "backlog_topic_stats")
-            write_parquet(local_table(ctx.spark, parts, T.PARTITIONED_STATS_SCHEMA),
-                          ctx.out_dir / "backlog_partitioned_stats")
+            # independent writes, side by side: the small ones fill the big one's gaps
+            side_by_side(
+                lambda: write_parquet(result.checks, ctx.out_dir / "backlog_checks"),
+                lambda: write_parquet(result.evictions, ctx.out_dir / "backlog_evictions"),
+                lambda: _write_quarantine(read, counts, ctx.out_dir / "quarantine" / INPUT),
+                lambda: write_parquet(local_table(ctx.spark, stats, T.TOPIC_STATS_SCHEMA),
+                                      ctx.out_dir / "backlog_topic_stats"),
+                lambda: write_parquet(local_table(ctx.spark, parts, T.PARTITIONED_STATS_SCHEMA),
+                                      ctx.out_dir / "backlog_partitioned_stats"))
             _write_stats_json(stats, parts, ctx.out_dir / "backlog_topic_stats.json")
         with ctx.progress.step("backlog: metrics and report"):
             ctx.registry.register(_metrics(topics, policies, duration))
