@@ -25,42 +25,6 @@ from quotaplane.backlog.engine.resolve import resolve
 from quotaplane.backlog.names import namespace_of
 
 
-def check_topic(ts_ms: int, topic: str, rows: Sequence[Snapshot], quotas: ResolvedQuotas,
-                precise: bool, counts: dict[str, int] | None = None) -> TickResult:
-    """One topic at one tick. `counts`: the topic's eviction runs before this tick per quota type
-    (`SIZE`, `TIME`), updated in place with this tick's and given as the result's counters; None:
-    the counters are left at 0."""
-    oldest = oldest_subscription(rows)
-    size = oldest.backlog_size_bytes if oldest else 0
-    base = age_base_ms(oldest.oldest_unacked_publish_ts_ms, oldest.oldest_unacked_ledger_close_ts_ms,
-                       precise) if oldest else None
-    exceeded = exceeded_quota(ts_ms, size, base, quotas)
-    action = action_of(exceeded, quotas)
-    evictions: tuple[Eviction, ...] = ()
-    if action == CONSUMER_BACKLOG_EVICTION:
-        evictions = (size_eviction(oldest, quotas.size_limit) if exceeded == SIZE
-                     else time_evictions(ts_ms, rows, quotas.time_limit, precise))
-    if counts is not None and action == CONSUMER_BACKLOG_EVICTION and exceeded is not None:
-        counts[exceeded] += 1
-    return TickResult(
-        ts_ms=ts_ms,
-        topic=topic,
-        namespace=namespace_of(topic),
-        partitioned_topic=rows[0].partitioned_topic,
-        backlog_size_bytes=size,
-        backlog_entries=oldest.backlog_entries if oldest else 0,
-        backlog_age_seconds=age_seconds(ts_ms, base),
-        oldest_subscription=oldest.subscription if oldest else None,
-        quotas=quotas,
-        exceeded=exceeded,
-        action=action,
-        producers=PRODUCER_EFFECT.get(action) if action else None,
-        evictions=evictions,
-        size_evictions_total=counts[SIZE] if counts is not None else 0,
-        time_evictions_total=counts[TIME] if counts is not None else 0,
-    )
-
-
 def evaluate(policies: BacklogPolicies, snapshots: Iterable[Snapshot]) -> list[TickResult]:
     """Every (tick, topic), in time then topic order, with the cumulative eviction counters."""
     groups: dict[tuple[int, str], list[Snapshot]] = defaultdict(list)
@@ -79,10 +43,36 @@ def evaluate(policies: BacklogPolicies, snapshots: Iterable[Snapshot]) -> list[T
 
 
 def next_tick(policies: BacklogPolicies, ts_ms: int, topic: str, rows: Sequence[Snapshot],
-              counts: dict[str, int], quotas: ResolvedQuotas | None = None) -> TickResult:
-    """The tick `ts_ms` of `topic`, after all its earlier ticks: `counts` holds the topic's eviction
-    runs so far per quota type (`SIZE`, `TIME`) and is updated in place; `quotas` are resolved when
-    not given."""
-    if quotas is None:
-        quotas = resolve(policies, topic, rows[0].partitioned_topic)
-    return check_topic(ts_ms, topic, rows, quotas, policies.broker.precise_time_check, counts)
+              counts: dict[str, int], quotas: ResolvedQuotas) -> TickResult:
+    """The tick `ts_ms` of `topic`, after all its earlier ticks, under `quotas`: `counts` holds the
+    topic's eviction runs so far per quota type (`SIZE`, `TIME`), is updated in place with this
+    tick's, and gives the result's counters."""
+    precise = policies.broker.precise_time_check
+    oldest = oldest_subscription(rows)
+    size = oldest.backlog_size_bytes if oldest else 0
+    base = age_base_ms(oldest.oldest_unacked_publish_ts_ms, oldest.oldest_unacked_ledger_close_ts_ms,
+                       precise) if oldest else None
+    exceeded = exceeded_quota(ts_ms, size, base, quotas)
+    action = action_of(exceeded, quotas)
+    evictions: tuple[Eviction, ...] = ()
+    if action == CONSUMER_BACKLOG_EVICTION and exceeded is not None:
+        evictions = (size_eviction(oldest, quotas.size_limit) if exceeded == SIZE
+                     else time_evictions(ts_ms, rows, quotas.time_limit, precise))
+        counts[exceeded] += 1
+    return TickResult(
+        ts_ms=ts_ms,
+        topic=topic,
+        namespace=namespace_of(topic),
+        partitioned_topic=rows[0].partitioned_topic,
+        backlog_size_bytes=size,
+        backlog_entries=oldest.backlog_entries if oldest else 0,
+        backlog_age_seconds=age_seconds(ts_ms, base),
+        oldest_subscription=oldest.subscription if oldest else None,
+        quotas=quotas,
+        exceeded=exceeded,
+        action=action,
+        producers=PRODUCER_EFFECT.get(action) if action else None,
+        evictions=evictions,
+        size_evictions_total=counts[SIZE],
+        time_evictions_total=counts[TIME],
+    )
