@@ -111,13 +111,12 @@ class _Answers:
     for its step). A key's rows are its decided rows, table by table, the rows the policy
     quarantined, its late rows, then its state row."""
 
-    def __init__(self, tables: Sequence[Table], out_types: Sequence[pa.StructType], schema: pa.Schema,
-                 with_state: bool) -> None:
-        self.tables, self.out_types, self.schema, self.with_state = tables, out_types, schema, with_state
+    def __init__(self, tables: Sequence[Table], out_types: Sequence[pa.StructType],
+                 schema: pa.Schema) -> None:
+        self.tables, self.out_types, self.schema = tables, out_types, schema
         self.key: list[str] = []
         self.table: list[str] = []
         self.row: list[str | None] = []
-        self.state: list[bytes | None] = []
         self.through: list[int | None] = []
         self.decided: list[list[dict[str, Any]]] = [[] for _ in tables]
         self.at: list[list[int]] = [[] for _ in tables]  # the answer row of each decided row
@@ -128,13 +127,10 @@ class _Answers:
             at.extend(range(start, start + len(rows)))
             decided.extend(rows)
             start += len(rows)
-        n = len(answer.table) - 1  # the rows before the state row
-        self.key += [answer.key] * (n + 1)
+        self.key += [answer.key] * len(answer.table)
         self.table += answer.table
         self.row += answer.row
-        self.through += [None] * n + [answer.through]
-        if self.with_state:
-            self.state += [None] * n + [answer.state]
+        self.through += [None] * (len(answer.table) - 1) + [answer.through]  # on the state row
 
     def __len__(self) -> int:
         return len(self.table)
@@ -144,8 +140,6 @@ class _Answers:
         n = len(self.table)
         columns = {"key": pa.array(self.key, self.schema.field("key").type),
                    "table": pa.array(self.table, text), "row": pa.array(self.row, text)}
-        if self.with_state:
-            columns["state"] = pa.array(self.state, self.schema.field("state").type)
         columns["through"] = pa.array(self.through, pa.int64())
         for table, kind, rows, at in zip(self.tables, self.out_types, self.decided, self.at, strict=True):
             index = np.full(n, -1, np.int64)
@@ -166,12 +160,12 @@ class _KeyStep:
                              f"keys' answer (one of {', '.join(ANSWER_COLUMNS)})")
         self._out_types: dict[pa.DataType, list[pa.StructType]] = {}  # per string type
 
-    def answers(self, schema: pa.Schema, with_state: bool) -> _Answers:
+    def answers(self, schema: pa.Schema) -> _Answers:
         """An empty set of answers to groups of `schema`."""
         text = schema.field("row").type
         if text not in self._out_types:
             self._out_types[text] = [_out_type(t, text) for t in self.tables]
-        return _Answers(self.tables, self._out_types[text], schema, with_state)
+        return _Answers(self.tables, self._out_types[text], schema)
 
     def __call__(self, group: pa.Table) -> _KeyAnswer:
         policy = self.policy
@@ -216,13 +210,17 @@ class _KeyStep:
 def step_function(policy: Incremental[Any], config: Any, watermark_ms: int | None,
                   ) -> Callable[[pa.Table], pa.Table]:
     """The function advancing one key's group of `policy` to `watermark_ms`. A group is read and
-    returned as Arrow columns, without a pandas frame each way."""
+    returned as Arrow columns, without a pandas frame each way; the answer holds the key's pickled
+    state on its state row (`partition_step` writes the states to the checkpoint instead)."""
     key_step = _KeyStep(policy, config, watermark_ms)
 
     def step(group: pa.Table) -> pa.Table:
-        answers = key_step.answers(group.schema, with_state=True)
-        answers.add(key_step(group))
-        return answers.arrow()
+        answer = key_step(group)
+        answers = key_step.answers(group.schema)
+        answers.add(answer)
+        table = answers.arrow()
+        state = [None] * (table.num_rows - 1) + [answer.state]  # on the state row
+        return table.add_column(3, "state", pa.array(state, group.schema.field("state").type))
 
     return step
 
@@ -251,7 +249,7 @@ def partition_step(policy: Incremental[Any], config: Any, watermark_ms: int | No
             keys.append(answer.key)
             states.append(answer.state)
             if answers is None:
-                answers = key_step.answers(group.schema, with_state=False)
+                answers = key_step.answers(group.schema)
             answers.add(answer)
             if len(answers) >= ANSWER_ROWS:
                 yield from answers.arrow().to_batches()
