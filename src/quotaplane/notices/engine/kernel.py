@@ -179,7 +179,8 @@ class _Events:
         order = np.lexsort((latency, receipt_value, known, supports, messages, size, topic,
                             producer_id, connection, ts))
         per_topic = limits_of(config, list(topic_names))  # once per distinct topic
-        limits = {c: np.array(v, dtype=object)[topic[order]] for c, v in per_topic.items()}
+        limits = {c: np.array(v, dtype=object if c == "resource_group" else np.int64)[topic[order]]
+                  for c, v in per_topic.items()}
         ts, latency = ts[order], latency[order]
         span = int(ts[-1]) - int(ts[0]) if n else 0
         kind = _fits(span + (int(latency.max()) if n else 0))
@@ -667,8 +668,7 @@ def evaluate_broker(config: NoticeConfig, events: pd.DataFrame) -> pd.DataFrame:
     rate_notices: list[_RateNotice] = []
     if ev.n:
         lim = ev.limits
-        topic_bytes = lim["topic_bytes_per_s"].astype(np.int64)
-        topic_messages = lim["topic_messages_per_s"].astype(np.int64)
+        topic_bytes, topic_messages = lim["topic_bytes_per_s"], lim["topic_messages_per_s"]
         limited = np.flatnonzero((topic_bytes > 0) | (topic_messages > 0))
         order, starts = _grouped(ev.topic[limited])
         for positions in np.split(limited[order], starts[1:]) if len(limited) else []:
