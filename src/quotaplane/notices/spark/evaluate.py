@@ -68,6 +68,12 @@ def evaluate_notices(config: NoticeConfig) -> Callable[[DataFrame], DataFrame]:
 def comparison(notices: DataFrame) -> DataFrame:
     """`notice_decisions` -> `notice_comparison` (`COMPARISON_SCHEMA`): per (broker, topic, reason),
     the notices, their receipts and the sums of their pauses with and without notices."""
+    return (notices.groupBy("broker", "topic", "reason").agg(*comparison_aggregates())
+            .select(*COMPARISON_RECORD.field_names))
+
+
+def comparison_aggregates() -> list[Column]:
+    """The aggregates of `comparison` over a group of notices, named as its columns."""
 
     def total(value: Column) -> Column:  # a group has a row: the sum is never null
         return F.coalesce(F.sum(value), F.lit(0)).cast("long")
@@ -76,8 +82,6 @@ def comparison(notices: DataFrame) -> DataFrame:
                 for r in (IN_TIME, LATE, UNSUPPORTED)]
     summed = ("connection_paused_ms", "connection_paused_ms_without_notices", "stalled_topics",
               "stalled_topics_without_notices")
-    return (notices.groupBy("broker", "topic", "reason")
-            .agg(F.count(F.lit(1)).alias("notices"), *receipts,
-                 total(F.col("pause_for_millis")).alias("pause_for_millis_total"),
-                 *[total(F.col(c)).alias(c) for c in summed])
-            .select(*COMPARISON_RECORD.field_names))
+    return [F.count(F.lit(1)).alias("notices"), *receipts,
+            total(F.col("pause_for_millis")).alias("pause_for_millis_total"),
+            *[total(F.col(c)).alias(c) for c in summed]]

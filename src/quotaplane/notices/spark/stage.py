@@ -27,8 +27,19 @@ from quotaplane.notices.config import NoticeConfig
 from quotaplane.notices.engine.evaluate import RECEIPTS
 from quotaplane.notices.metrics import NoticeMetrics
 from quotaplane.notices.records import INPUTS
-from quotaplane.notices.report import NoticeReportData, bucket_ms_for, build_sections, notice_kpis
-from quotaplane.notices.spark.evaluate import COMPARISON_SCHEMA, comparison, evaluate_notices
+from quotaplane.notices.report import (
+    TIMELINE_COLUMNS,
+    NoticeReportData,
+    bucket_ms_for,
+    build_sections,
+    notice_kpis,
+)
+from quotaplane.notices.spark.evaluate import (
+    COMPARISON_RECORD,
+    COMPARISON_SCHEMA,
+    comparison_aggregates,
+    evaluate_notices,
+)
 
 TRAFFIC = INPUTS[0]
 INPUT = TRAFFIC.name
@@ -52,14 +63,9 @@ def run_stage(ctx: StageContext, config: NoticeConfig, outputs: Outputs) -> Stag
         checked.release()
     decided = ctx.spark.read.parquet(str(out / "notice_decisions"))
     with ctx.progress.step("notices: comparison, metrics and report"):
-        # the notices' span (observed by their write) sets the timeline's bucket: the comparison and
-        # the timeline are two small actions side by side
+        # the notices' span (observed by their write) sets the timeline's bucket
         bucket_ms = bucket_ms_for(*(span.value or (None, None)))
-        compared, timed = side_by_side(lambda: comparison(decided).collect(),
-                                       lambda: _timeline(decided, bucket_ms).collect())
-        rows = sorted((r.asDict() for r in compared), key=lambda r: (r["broker"], r["topic"], r["reason"]))
-        # ordered here: an `orderBy` before `collect` costs Spark a sampling job of its own
-        timeline = sorted((r.asDict() for r in timed), key=lambda r: (r["bucket_start_ms"], r["reason"]))
+        rows, timeline = _comparison_and_timeline(decided, bucket_ms)
         ctx.registry.register(NoticeMetrics(rows))
         summary = summary_of(config, rows)
         notes = [] if not counts.quarantined else [
@@ -72,14 +78,27 @@ def run_stage(ctx: StageContext, config: NoticeConfig, outputs: Outputs) -> Stag
     return StageResult(NAME, summary, [counts], sections, [_console(summary, counts.used)])
 
 
-def _timeline(decided: DataFrame, bucket_ms: int) -> DataFrame:
-    """Notices and their pauses per (bucket, reason), as `NoticeReportData.timeline` takes them."""
-    bucket = (F.col("ts_ms") - F.pmod(F.col("ts_ms"), F.lit(bucket_ms))).alias("bucket_start_ms")
-    return (decided.groupBy(bucket, "reason")
-            .agg(F.count(F.lit(1)).alias("notices"),
-                 F.sum("connection_paused_ms").cast("long").alias("connection_paused_ms"),
-                 F.sum("connection_paused_ms_without_notices").cast("long")
-                 .alias("connection_paused_ms_without_notices")))
+def _comparison_and_timeline(decided: DataFrame, bucket_ms: int) -> tuple[list[dict[str, Any]],
+                                                                           list[dict[str, Any]]]:
+    """The `notice_comparison` rows (by broker, topic and reason) and the report's timeline rows (by
+    bucket and reason, `TIMELINE_COLUMNS`), from one job: two grouping sets over one scan of the
+    notices, both with `comparison`'s aggregates. Ordered here: an `orderBy` before `collect` costs
+    Spark a sampling job of its own."""
+    bucket = F.col("ts_ms") - F.pmod(F.col("ts_ms"), F.lit(bucket_ms))
+    both = (decided.withColumn("bucket_start_ms", bucket)
+            .groupingSets([["broker", "topic", "reason"], ["bucket_start_ms", "reason"]],
+                          "broker", "topic", "reason", "bucket_start_ms")
+            .agg(*comparison_aggregates(), F.grouping("bucket_start_ms").alias("by_topic")))
+    compared: list[dict[str, Any]] = []
+    timeline: list[dict[str, Any]] = []
+    for row in both.collect():
+        if row["by_topic"]:
+            compared.append({c: row[c] for c in COMPARISON_RECORD.field_names})
+        else:
+            timeline.append({c: row[c] for c in TIMELINE_COLUMNS})
+    compared.sort(key=lambda r: (r["broker"], r["topic"], r["reason"]))
+    timeline.sort(key=lambda r: (r["bucket_start_ms"], r["reason"]))
+    return compared, timeline
 
 
 def summary_of(config: NoticeConfig, rows: list[dict[str, Any]]) -> dict[str, Any]:
