@@ -5,9 +5,10 @@ from __future__ import annotations
 import base64
 
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from quotaplane.core.report import Section, figure_to_data_uri, place_grid
+from quotaplane.core.report import Section, figure_to_data_uri, place_grid, text_width_inches
 
 
 def _inches(fig: Figure, rows: int, cols: int) -> list[tuple[float, float, float, float]]:
@@ -60,3 +61,16 @@ def test_a_section_keeps_a_placed_figure_whole_and_crops_any_other() -> None:
     sizes = [_png_size(part.split('src="', 1)[1].split('"', 1)[0]) for part in section.parts]
     assert sizes[0] == (1100, 374)  # the figure's own size at the report's 110 dpi
     assert sizes[1][0] < 1100 and sizes[1][1] < 374
+
+
+def test_text_width_is_the_drawn_width() -> None:
+    labels = ["b0", "persistent://acme/web/clicks @ pulsar-broker-2", "a topic"]
+    fig = Figure(figsize=(10, 3))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.set_yticks([0, 1, 2], labels, fontsize=8)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    drawn = max(t.get_window_extent(renderer).width for t in ax.get_yticklabels()) / fig.dpi
+    assert text_width_inches(labels, 8) == pytest.approx(drawn, rel=0.02)
+    assert text_width_inches(labels, 16) == pytest.approx(2 * text_width_inches(labels, 8), rel=0.02)
+    assert text_width_inches([], 8) == 0.0

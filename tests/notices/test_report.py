@@ -6,6 +6,7 @@ import io
 
 import pandas as pd
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from quotaplane.core.report import render_report
 from quotaplane.notices.engine.evaluate import COMPARISON_COLUMNS, Notice, compare
@@ -17,6 +18,7 @@ from quotaplane.notices.report import (
     bucket_start,
     build_sections,
     notice_kpis,
+    paused_figure,
     report_data_from_notices,
     timeline_figure,
     top_topics,
@@ -89,6 +91,28 @@ def test_top_topics_sum_reasons_per_topic() -> None:
     assert top.loc[0, "reasons"] == "broker rate ×1, publish buffer ×1"
     assert top.loc[2, "notices"] == 3 and top.loc[2, "connection_paused_ms_without_notices"] == 800
     assert top.loc[2, "in_time"] == top.loc[2, "late"] == top.loc[2, "unsupported"] == 1
+
+
+def test_top_topics_orders_each_topics_reasons_as_the_spec_lists_them() -> None:
+    # notices of one topic in reverse order of REASONS, and of another topic outside the top
+    rows = [notice(i, HOT, r, "in_time", 10, 10) for i, r in enumerate(
+        ["MessageBufferSizeBreach", "BrokerProduceQuotaExceeded", "BrokerProduceQuotaExceeded",
+         "TopicProduceQuotaExceeded"])] + [notice(9, LOGS, "TopicProduceQuotaExceeded", "in_time", 1, 1)]
+    top = top_topics(report_data_from_notices(rows).comparison, n=1)
+    assert list(top["topic"]) == [HOT]
+    assert top.loc[0, "reasons"] == "topic rate ×1, broker rate ×2, publish buffer ×1"
+
+
+def test_the_paused_figure_leaves_room_for_its_longest_label() -> None:
+    long = "persistent://acme/" + "a-very-long-namespace/" * 3 + "topic"
+    rows = [notice(0, HOT, "TopicProduceQuotaExceeded", "late", 5, 10),
+            notice(1, long, "TopicProduceQuotaExceeded", "late", 5, 20)]
+    figure = paused_figure(top_topics(report_data_from_notices(rows).comparison))
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    labels = [t.get_window_extent(renderer) for t in figure.axes[0].get_yticklabels()]
+    assert min(box.x0 for box in labels) >= 0  # saved uncropped, no label is cut at the left
+    assert min(box.x0 for box in labels) < 0.3 * figure.dpi  # and the margin is no wider than needed
 
 
 def test_the_section_has_its_figures_and_tables() -> None:

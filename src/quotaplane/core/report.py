@@ -20,6 +20,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import text_to_path
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
@@ -66,6 +68,15 @@ def place_grid(fig: Figure, rows: int = 1, cols: int = 1, *, left: float, right:
                         bottom=bottom / height,
                         hspace=gap_h * rows / (tall - gap_h * (rows - 1)) if rows > 1 else 0.0,
                         wspace=gap_w * cols / (wide - gap_w * (cols - 1)) if cols > 1 else 0.0)
+
+
+def text_width_inches(texts: Iterable[str], fontsize: float) -> float:
+    """The widest of `texts` in the default font at `fontsize` points, in inches, measured from the
+    font's metrics without drawing: the margin `place_grid` needs for labels set beside an axis."""
+    prop = FontProperties(size=fontsize)
+    points = max((text_to_path.get_text_width_height_descent(t, prop, ismath=False)[0] for t in texts),
+                 default=0.0)
+    return points / 72
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quotaplane.core.report import Section, place_grid
+from quotaplane.core.report import Section, place_grid, text_width_inches
 from quotaplane.notices.engine.evaluate import (
     COMPARISON_COLUMNS,
     IN_TIME,
@@ -170,17 +170,16 @@ def top_topics(comparison: pd.DataFrame, n: int = TOP_TOPICS) -> pd.DataFrame:
     if c.empty:
         return pd.DataFrame(columns=["broker", "topic", "reasons", *_SUMS])
     sums = c.groupby(["broker", "topic"], sort=True)[list(_SUMS)].sum().reset_index()
-    reasons = (c.assign(order=c["reason"].map(lambda r: REASONS.index(r) if r in REASONS else len(REASONS)))
-               .sort_values(["order", "reason"])
-               .groupby(["broker", "topic"], sort=True)
-               .apply(lambda g: ", ".join(f"{REASON_LABELS.get(r, r)} ×{int(k)}"
-                                          for r, k in zip(g["reason"], g["notices"], strict=True)),
-                      include_groups=False)
-               .rename("reasons").reset_index())
-    out = sums.merge(reasons, on=["broker", "topic"])
-    out = out.sort_values(["connection_paused_ms_without_notices", "connection_paused_ms", "notices",
-                           "broker", "topic"], ascending=[False, False, False, True, True])
-    return out.head(n).reset_index(drop=True)
+    top = sums.sort_values(["connection_paused_ms_without_notices", "connection_paused_ms", "notices",
+                            "broker", "topic"], ascending=[False, False, False, True, True]).head(n)
+    # the reasons' labels, in the order of REASONS, only for the topics shown
+    mine = c.merge(top[["broker", "topic"]], on=["broker", "topic"])
+    order = mine["reason"].map(lambda r: REASONS.index(r) if r in REASONS else len(REASONS))
+    labels = (mine["reason"].map(lambda r: REASON_LABELS.get(r, r)) + " ×"
+              + mine["notices"].astype("int64").astype(str))
+    reasons = (mine.assign(order=order, label=labels).sort_values(["order", "reason"])
+               .groupby(["broker", "topic"], sort=False)["label"].agg(", ".join).rename("reasons"))
+    return top.join(reasons, on=["broker", "topic"]).reset_index(drop=True)
 
 
 def paused_figure(top: pd.DataFrame) -> Figure:
@@ -201,6 +200,8 @@ def paused_figure(top: pd.DataFrame) -> Figure:
     ax.set_title("Connection pause caused by each topic's throttles, without and with notices")
     ax.grid(alpha=0.3, axis="x")
     ax.legend(fontsize=8, loc="lower right")
+    # the topics' labels decide the left margin: the figure is drawn once, uncropped
+    place_grid(fig, left=text_width_inches(labels, 8) + 0.2, right=0.15, top=0.4, bottom=0.6)
     return fig
 
 
