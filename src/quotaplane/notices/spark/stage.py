@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from quotaplane.core.policy import Outputs, StageContext, StageResult
+from quotaplane.core.spark.local_table import local_table
 from quotaplane.core.spark.readers import check_once, read_telemetry
 from quotaplane.core.spark.side_by_side import side_by_side
 from quotaplane.core.spark.tables import write_parquet
@@ -73,7 +74,7 @@ def run_stage(ctx: StageContext, config: NoticeConfig, outputs: Outputs) -> Stag
         data = NoticeReportData(notice_kpis(rows), rows, timeline, bucket_ms, notes)
         # the comparison table is written while the report is drawn
         sections, _ = side_by_side(lambda: build_sections(data), lambda: write_parquet(
-            ctx.spark.createDataFrame(rows, COMPARISON_SCHEMA), out / "notice_comparison"))
+            local_table(ctx.spark, rows, COMPARISON_SCHEMA), out / "notice_comparison"))
     summary["input"] = counts.as_dict()
     return StageResult(NAME, summary, [counts], sections, [_console(summary, counts.used)])
 
