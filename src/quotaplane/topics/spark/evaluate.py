@@ -34,6 +34,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from quotaplane.core.ordering import nulls_first
 from quotaplane.core.spark.codes import named
+from quotaplane.core.spark.local_table import local_table
 from quotaplane.topics.config import TopicQuotaConfig
 from quotaplane.topics.engine.broker_thresholds import broker_thresholds
 from quotaplane.topics.engine.decision import (
@@ -119,9 +120,8 @@ def meters(rows: DataFrame) -> DataFrame:
 
 def meter_table(spark: SparkSession, snapshots: Sequence[MeterSnapshot], schema: T.StructType) -> DataFrame:
     """`snapshots` as a table of `schema` (the schema of `meters`, whose columns are `METER_COLUMNS`),
-    each column from its field."""
-    return spark.createDataFrame([tuple(getattr(m, name) for name in METER_COLUMNS) for m in snapshots],
-                                 schema)
+    each column from its field, through Arrow (`local_table`)."""
+    return local_table(spark, [{name: getattr(m, name) for name in METER_COLUMNS} for m in snapshots], schema)
 
 
 def observe_meters(rows: DataFrame) -> tuple[DataFrame, Observation]:

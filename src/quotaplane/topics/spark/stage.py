@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from quotaplane.core.policy import Outputs, StageContext, StageResult
+from quotaplane.core.spark.local_table import local_table
 from quotaplane.core.spark.readers import check_once, read_telemetry
 from quotaplane.core.spark.session import shuffle_partitions, task_slots, tasks_for
 from quotaplane.core.spark.side_by_side import side_by_side
@@ -147,9 +148,8 @@ def judging_tasks(spark: SparkSession, requests: int) -> int:
 
 
 def _changes(spark: SparkSession, config: TopicQuotaConfig) -> DataFrame:
-    return spark.createDataFrame(
-        [(c.key, c.topic, c.ts_ms, c.threshold, c.accepted, c.explicit_sum, c.error) for c in config.changes],
-        _CHANGES)
+    return local_table(spark, [{f: getattr(c, f) for f in _CHANGES.fieldNames()} for c in config.changes],
+                       _CHANGES)
 
 
 def _summary_of(config: TopicQuotaConfig, by_decision: list[Any], meter_rows: list[MeterSnapshot],
