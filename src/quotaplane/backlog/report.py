@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quotaplane.core.report import Section
+from quotaplane.core.report import TIME_SERIES_MARGINS, Section, place_grid
 
 TOP_TOPICS = 20
 
@@ -54,6 +54,7 @@ def age_figure(series: pd.DataFrame) -> Figure:
     if len(series):
         ax.legend(fontsize=7, loc="upper left")
     fig.autofmt_xdate()
+    place_grid(fig, **TIME_SERIES_MARGINS)
     return fig
 
 
@@ -69,6 +70,7 @@ def evictions_figure(series: pd.DataFrame) -> Figure:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
     fig.autofmt_xdate()
+    place_grid(fig, **TIME_SERIES_MARGINS)
     return fig
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from quotaplane.core.ordering import nulls_first
-from quotaplane.core.report import Section
+from quotaplane.core.report import TIME_SERIES_MARGINS, Section, place_grid
 
 TOP = 10
 
@@ -91,6 +91,7 @@ def throttle_section(standing: Sequence[Mapping[str, Any]],
     ax.set_ylabel("throttle time per interval (s)")
     ax.legend(fontsize=7, loc="upper left")
     fig.autofmt_xdate()
+    place_grid(fig, **{**TIME_SERIES_MARGINS, "top": 0.15})  # no title
     section.figure(fig, "Throttle time summed per interval for the five most throttled sharing groups.")
     section.table(["group", "throttled requests", "throttle total (s)", "utilisation max %"],
                   [[_label(g), g["throttled_requests"], round(g["throttle_time_total_ms"] / 1000, 1),
@@ -142,6 +143,7 @@ def storage_section(decisions: Sequence[Mapping[str, Any]], produce_intervals: S
     if span is not None:
         ax_factor.set_xlim(_time(span[0]), _time(span[1]))
     fig.autofmt_xdate()
+    place_grid(fig, 2, 1, **{**TIME_SERIES_MARGINS, "top": 0.15}, gap_h=0.2)  # dates below the lower only
     section.figure(fig, "Top: the storage throttle factor in force while clients sent requests. Bottom: the "
                         "lowest effective produce limit per interval of the busiest produce groups.")
     section.table(["group", "base quota", "lowest limit", "intervals with factor < 1",

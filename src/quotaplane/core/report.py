@@ -52,6 +52,10 @@ def figure_to_data_uri(fig: Figure, dpi: int = 110, crop: bool = True) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+#: `place_grid`'s margins (inches) for a titled plot over time: the y label and its ticks (up to six
+#: digits; Matplotlib writes larger values with an offset) beside, the dates slanted below
+TIME_SERIES_MARGINS = {"left": 0.85, "right": 0.15, "top": 0.4, "bottom": 0.75}
+
 #: the figures `place_grid` laid out: `Section.figure` saves them uncropped
 _PLACED: weakref.WeakSet[Figure] = weakref.WeakSet()
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from quotaplane.core.report import Section
+from quotaplane.core.report import Section, place_grid
 from quotaplane.forecast.engine.timing import band
 
 GIB = float(1 << 30)
@@ -89,6 +89,7 @@ def _cone(row: Mapping[str, Any], history: Sequence[tuple[int, int]], horizon_s:
     ax.set_ylabel("GiB available")
     ax.set_title(f"broker {row['broker_id']} {row['log_dir']}", fontsize=9)
     ax.legend(fontsize=7)
+    place_grid(fig, left=0.85, right=0.15, top=0.3, bottom=0.55)
     return fig
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quotaplane.core.report import Section
+from quotaplane.core.report import TIME_SERIES_MARGINS, Section, place_grid
 
 TOP_TOPICS = 8
 
@@ -63,6 +63,7 @@ def rate_figure(series: pd.DataFrame, interval_ms: int) -> Figure:
     if len(series):
         ax.legend(fontsize=7, loc="best")
     fig.autofmt_xdate()
+    place_grid(fig, **TIME_SERIES_MARGINS)
     return fig
 
 
@@ -89,6 +90,7 @@ def dropped_figure(series: pd.DataFrame, interval_ms: int) -> Figure:
     ax.set_title(f"Bytes dropped by the quota per {interval_ms / 1000:g} s")
     ax.grid(alpha=0.3)
     fig.autofmt_xdate()
+    place_grid(fig, **TIME_SERIES_MARGINS)
     return fig
 
 
