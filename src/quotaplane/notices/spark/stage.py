@@ -82,8 +82,8 @@ def run_stage(ctx: StageContext, config: NoticeConfig, outputs: Outputs) -> Stag
 def _comparison_and_timeline(decided: DataFrame, bucket_ms: int) -> tuple[list[dict[str, Any]],
                                                                            list[dict[str, Any]]]:
     """The `notice_comparison` rows (by broker, topic and reason) and the report's timeline rows (by
-    bucket and reason, `TIMELINE_COLUMNS`), from one job: two grouping sets over one scan of the
-    notices, both with `comparison`'s aggregates. Ordered here: an `orderBy` before `collect` costs
+    bucket and reason, `TIMELINE_COLUMNS`), from one aggregation: two grouping sets over one scan of
+    the notices, both with `comparison`'s aggregates. Ordered here: an `orderBy` before `collect` costs
     Spark a sampling job of its own."""
     bucket = F.col("ts_ms") - F.pmod(F.col("ts_ms"), F.lit(bucket_ms))
     both = (decided.withColumn("bucket_start_ms", bucket)
