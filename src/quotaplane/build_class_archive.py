@@ -4,8 +4,10 @@
 
 Runs the bundled example once, in a child process whose driver JVM writes every class it loaded to
 the archive when it exits, then moves the finished archive into place (a JVM must never map a
-half-written one). The Makefile's set-up runs it; it never fails the set-up: without Java, or when
-the recording run fails, it says why and leaves no archive (sessions then start as before).
+half-written one) with a file naming its Java and Spark beside it, and removes the archives of
+installations that are gone (`class_archive.orphaned_archives`). The Makefile's set-up runs it; it
+never fails the set-up: without Java, or when the recording run fails, it says why and leaves no
+archive (sessions then start as before).
 """
 
 from __future__ import annotations
@@ -42,10 +44,10 @@ def record(target: Path) -> None:
 
 def build(force: bool = False) -> int:
     """Build the archive unless it is there; print what happened. Always 0 (never fails a set-up)."""
-    from quotaplane.core.spark.class_archive import DISABLE_ENV, archive_path
+    from quotaplane.core.spark.class_archive import DISABLE_ENV, archive_path, java_binary, write_owner
 
-    path = archive_path()
-    if path is None:
+    path, java = archive_path(), java_binary()
+    if path is None or java is None:
         print("class archive: no java found; Spark will start without one")
         return 0
     if path.is_file() and not force:
@@ -65,18 +67,31 @@ def build(force: bool = False) -> int:
               f"Spark will start without one\n  {tail}")
         return 0
     os.replace(partial, path)
+    write_owner(path, java)
     print(f"class archive: {path} ({path.stat().st_size / 2**20:,.0f} MiB, "
           f"built in {time.monotonic() - started:.0f} s)")
+    _remove_orphans(path.parent)
     return 0
+
+
+def _remove_orphans(directory: Path) -> None:
+    """Remove the archives of installations that are gone (`class_archive.orphaned_archives`)."""
+    from quotaplane.core.spark.class_archive import orphaned_archives, owner_path
+
+    for archive in orphaned_archives(directory):
+        archive.unlink(missing_ok=True)
+        owner_path(archive).unlink(missing_ok=True)
+        print(f"class archive: removed {archive} (its Java or Spark is gone)")
 
 
 def remove() -> int:
     """Remove this installation's archive, if any (another installation's stays)."""
-    from quotaplane.core.spark.class_archive import archive_path
+    from quotaplane.core.spark.class_archive import archive_path, owner_path
 
     path = archive_path()
     if path is not None and path.is_file():
         path.unlink()
+        owner_path(path).unlink(missing_ok=True)
         print(f"class archive: removed {path}")
     return 0
 

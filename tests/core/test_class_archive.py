@@ -89,11 +89,45 @@ def test_a_built_archive_is_moved_into_place_beside_other_installations(java: Pa
     assert build_class_archive.build() == 0
     assert path.read_bytes() == b"classes" and other.read_bytes() == b"other"
     assert seen["env"][class_archive.DISABLE_ENV] == "off"  # type: ignore[index]
-    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, other.name])
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, class_archive.owner_path(
+        path).name, other.name])
+    assert class_archive.owner_path(path).read_text().splitlines() == [str(java.resolve()),
+                                                                       str(class_archive.spark_home())]
     assert "built in" in capsys.readouterr().out
     assert build_class_archive.build() == 0 and "already built" in capsys.readouterr().out
     assert build_class_archive.main(["--remove"]) == 0
-    assert not path.exists() and other.exists()
+    assert not path.exists() and not class_archive.owner_path(path).exists() and other.exists()
+
+
+def test_a_build_removes_the_archives_of_installations_that_are_gone(java: Path, monkeypatch,
+                                                                      capsys) -> None:
+    path = archive_path()
+    assert path is not None
+    path.parent.mkdir(parents=True)
+    kept_spark = java.parents[2] / "venv-kept" / "pyspark"
+    kept_spark.mkdir(parents=True)
+    archives = {name: path.with_name(f"spark-driver-{name}.jsa")
+                for name in ("gone", "nojava", "kept", "old")}
+    owners = {"gone": [java, java.parents[2] / "venv-removed" / "pyspark"],  # its venv was deleted
+              "nojava": [java.parents[2] / "jdk-removed" / "bin" / "java", kept_spark],
+              "kept": [java, kept_spark]}
+    for name, archive in archives.items():
+        archive.write_bytes(name.encode())
+        if name in owners:
+            class_archive.owner_path(archive).write_text("".join(f"{p}\n" for p in owners[name]))
+    assert class_archive.orphaned_archives(path.parent) == [archives["gone"], archives["nojava"]]
+
+    def recording_run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        Path(command[-1]).write_bytes(b"classes")
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(build_class_archive.subprocess, "run", recording_run)
+    assert build_class_archive.build() == 0
+    left = sorted(p.name for p in path.parent.iterdir())
+    assert left == sorted([path.name, class_archive.owner_path(path).name, archives["kept"].name,
+                           class_archive.owner_path(archives["kept"]).name, archives["old"].name])
+    out = capsys.readouterr().out
+    assert f"removed {archives['gone']} (its Java or Spark is gone)" in out and "nojava" in out
 
 
 def test_a_failed_recording_leaves_no_archive_and_never_fails_the_set_up(java, monkeypatch, capsys) -> None:

@@ -6,7 +6,8 @@ example a whole `quotaplane run` took 60 s instead of 68 s (docs/performance.md)
 belongs to one Java and one Spark installation: its name is a key of both, so a JVM never maps an
 archive of another installation. It is built once (`python -m quotaplane.build_class_archive`, which
 the Makefile's set-up runs) under the cache directory; an embedded session started afterwards maps
-it, and one started without it runs as before.
+it, and one started without it runs as before. A file beside it names its Java and Spark, so that
+a later build removes the archive once either is gone.
 """
 
 from __future__ import annotations
@@ -39,14 +40,42 @@ def java_binary() -> Path | None:
     return Path(found).resolve() if found and Path(found).is_file() else None
 
 
+def spark_home() -> Path:
+    """The Spark installation the driver runs (PySpark's own)."""
+    return Path(pyspark.__file__).resolve().parent
+
+
 def archive_path() -> Path | None:
     """Where the archive of this Java and this Spark is (or would be); None without Java."""
     java = java_binary()
     if java is None:
         return None
-    spark_home = Path(pyspark.__file__).resolve().parent
-    key = f"{java}|{java.stat().st_mtime_ns}|{pyspark.__version__}|{spark_home}"
+    key = f"{java}|{java.stat().st_mtime_ns}|{pyspark.__version__}|{spark_home()}"
     return cache_dir() / f"spark-driver-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+def owner_path(archive: Path) -> Path:
+    """The file beside an archive that names the Java and the Spark it belongs to, a path a line."""
+    return archive.with_suffix(".owner")
+
+
+def write_owner(archive: Path, java: Path) -> None:
+    owner_path(archive).write_text(f"{java}\n{spark_home()}\n", encoding="utf-8")
+
+
+def orphaned_archives(directory: Path) -> list[Path]:
+    """The archives under `directory` whose Java or Spark is gone (a virtual environment removed
+    without `make clean`): each would otherwise stay, some 190 MB, since no installation maps an
+    archive of another. An archive without an owner file is kept."""
+    orphans = []
+    for archive in sorted(directory.glob("spark-driver-*.jsa")):
+        try:
+            owners = owner_path(archive).read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        if owners and not all(Path(p).exists() for p in owners):
+            orphans.append(archive)
+    return orphans
 
 
 def _quoted(path: Path) -> str:
