@@ -121,7 +121,7 @@ def meters(rows: DataFrame) -> DataFrame:
 def meter_table(spark: SparkSession, snapshots: Sequence[MeterSnapshot], schema: T.StructType) -> DataFrame:
     """`snapshots` as a table of `schema` (the schema of `meters`, whose columns are `METER_COLUMNS`),
     each column from its field, through Arrow (`local_table`)."""
-    return local_table(spark, [{name: getattr(m, name) for name in METER_COLUMNS} for m in snapshots], schema)
+    return local_table(spark, snapshots, schema)
 
 
 def observe_meters(rows: DataFrame) -> tuple[DataFrame, Observation]:

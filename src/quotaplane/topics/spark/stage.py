@@ -148,8 +148,7 @@ def judging_tasks(spark: SparkSession, requests: int) -> int:
 
 
 def _changes(spark: SparkSession, config: TopicQuotaConfig) -> DataFrame:
-    return local_table(spark, [{f: getattr(c, f) for f in _CHANGES.fieldNames()} for c in config.changes],
-                       _CHANGES)
+    return local_table(spark, config.changes, _CHANGES)
 
 
 def _summary_of(config: TopicQuotaConfig, by_decision: list[Any], meter_rows: list[MeterSnapshot],
