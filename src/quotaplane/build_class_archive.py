@@ -44,10 +44,10 @@ def record(target: Path) -> None:
 
 def build(force: bool = False) -> int:
     """Build the archive unless it is there; print what happened. Always 0 (never fails a set-up)."""
-    from quotaplane.core.spark.class_archive import DISABLE_ENV, archive_path, java_binary, write_owner
+    from quotaplane.core.spark.class_archive import DISABLE_ENV, archive_path, write_owner
 
-    path, java = archive_path(), java_binary()
-    if path is None or java is None:
+    path = archive_path()
+    if path is None:
         print("class archive: no java found; Spark will start without one")
         return 0
     if path.is_file() and not force:
@@ -67,7 +67,7 @@ def build(force: bool = False) -> int:
               f"Spark will start without one\n  {tail}")
         return 0
     os.replace(partial, path)
-    write_owner(path, java)
+    write_owner(path)
     print(f"class archive: {path} ({path.stat().st_size / 2**20:,.0f} MiB, "
           f"built in {time.monotonic() - started:.0f} s)")
     _remove_orphans(path.parent)

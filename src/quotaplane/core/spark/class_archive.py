@@ -59,8 +59,9 @@ def owner_path(archive: Path) -> Path:
     return archive.with_suffix(".owner")
 
 
-def write_owner(archive: Path, java: Path) -> None:
-    owner_path(archive).write_text(f"{java}\n{spark_home()}\n", encoding="utf-8")
+def write_owner(archive: Path) -> None:
+    """Name this installation's Java and Spark beside `archive` (`owner_path`)."""
+    owner_path(archive).write_text(f"{java_binary()}\n{spark_home()}\n", encoding="utf-8")
 
 
 def orphaned_archives(directory: Path) -> list[Path]:
