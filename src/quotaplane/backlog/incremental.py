@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -10,7 +10,7 @@ from quotaplane.backlog.config import BacklogPolicies
 from quotaplane.backlog.engine.evaluate import next_tick
 from quotaplane.backlog.engine.model import SIZE, TIME, ResolvedQuotas, Snapshot
 from quotaplane.backlog.engine.reader import group_reasons
-from quotaplane.backlog.engine.resolve import resolve
+from quotaplane.backlog.engine.resolve import resolver
 from quotaplane.backlog.engine.tables import CHECK_COLUMNS, EVICTION_COLUMNS, check_row, eviction_rows
 from quotaplane.core.incremental import QUARANTINE, Advance, Column, Incremental, Table
 
@@ -78,7 +78,7 @@ class BacklogIncremental(Incremental[BacklogPolicies]):
                 state.pending.setdefault(ts, []).append(row)
         out: dict[str, list[dict[str, Any]]] = {CHECKS: [], EVICTIONS: [], QUARANTINE: []}
         final = sorted(ts for ts in state.pending if watermark_ms is None or ts < watermark_ms)
-        quotas: dict[str | None, ResolvedQuotas] = {}  # per partitioned topic, resolved once
+        quotas = resolver(config)
         for ts in final:
             self._decide(config, state, ts, state.pending.pop(ts), quotas, out)
         ends = [t for t in (state.decided_before, watermark_ms, final[-1] + 1 if final else None)
@@ -88,9 +88,10 @@ class BacklogIncremental(Incremental[BacklogPolicies]):
 
     @staticmethod
     def _decide(config: BacklogPolicies, state: BacklogState, ts: int, group: list[dict[str, Any]],
-                quotas: dict[str | None, ResolvedQuotas], out: dict[str, list[dict[str, Any]]]) -> None:
-        """One final tick: the group rules, then the check of the rows they keep (`quotas`: those
-        resolved so far for the topic, per partitioned topic)."""
+                quotas: Callable[[str, str | None], ResolvedQuotas],
+                out: dict[str, list[dict[str, Any]]]) -> None:
+        """One final tick: the group rules, then the check of the rows they keep (`quotas`: the
+        advance's `resolver`)."""
         group.sort(key=lambda r: (r.get("_file", 0), r.get("_position", 0)))
         snapshots = [Snapshot.from_record(r) for r in group]
         used = []
@@ -101,9 +102,7 @@ class BacklogIncremental(Incremental[BacklogPolicies]):
                 out[QUARANTINE].append({"input": INPUT, "reason": reason, "row": row})
         if not used:
             return
-        topic, parent = used[0].topic, used[0].partitioned_topic
-        if parent not in quotas:
-            quotas[parent] = resolve(config, topic, parent)
-        result = next_tick(config, ts, topic, used, state.counts, quotas[parent])
+        topic = used[0].topic
+        result = next_tick(config, ts, topic, used, state.counts, quotas(topic, used[0].partitioned_topic))
         out[CHECKS].append(check_row(result))
         out[EVICTIONS].extend(eviction_rows(result))

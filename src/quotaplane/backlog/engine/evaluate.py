@@ -21,7 +21,7 @@ from quotaplane.backlog.engine.checks import (
 from quotaplane.backlog.engine.eviction import size_eviction, time_evictions
 from quotaplane.backlog.engine.model import SIZE, TIME, Eviction, ResolvedQuotas, Snapshot, TickResult
 from quotaplane.backlog.engine.oldest import oldest_subscription
-from quotaplane.backlog.engine.resolve import resolve
+from quotaplane.backlog.engine.resolve import resolver
 from quotaplane.backlog.names import namespace_of
 
 
@@ -31,14 +31,12 @@ def evaluate(policies: BacklogPolicies, snapshots: Iterable[Snapshot]) -> list[T
     for s in snapshots:
         groups[(s.ts_ms, s.topic)].append(s)
     counters: dict[str, dict[str, int]] = defaultdict(lambda: {SIZE: 0, TIME: 0})
-    quotas_of: dict[tuple[str, str | None], ResolvedQuotas] = {}
+    quotas = resolver(policies)
     results: list[TickResult] = []
     for ts_ms, topic in sorted(groups):
         rows = groups[(ts_ms, topic)]
-        key = (topic, rows[0].partitioned_topic)
-        if key not in quotas_of:
-            quotas_of[key] = resolve(policies, topic, rows[0].partitioned_topic)
-        results.append(next_tick(policies, ts_ms, topic, rows, counters[topic], quotas_of[key]))
+        results.append(next_tick(policies, ts_ms, topic, rows, counters[topic],
+                                 quotas(topic, rows[0].partitioned_topic)))
     return results
 
 

@@ -8,6 +8,9 @@ partitioned topic name).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cache, partial
+
 from quotaplane.backlog.config import DESTINATION_STORAGE, MESSAGE_AGE, BacklogPolicies, Quota
 from quotaplane.backlog.engine.model import ResolvedQuotas
 from quotaplane.backlog.names import namespace_of
@@ -35,3 +38,8 @@ def resolve(policies: BacklogPolicies, topic: str, partitioned_topic: str | None
     size, size_level = resolve_quota(policies, topic, partitioned_topic, DESTINATION_STORAGE)
     time, time_level = resolve_quota(policies, topic, partitioned_topic, MESSAGE_AGE)
     return ResolvedQuotas(size.limit, size.policy, size_level, time.limit, time.policy, time_level)
+
+
+def resolver(policies: BacklogPolicies) -> Callable[[str, str | None], ResolvedQuotas]:
+    """`resolve` under `policies`, each (topic, partitioned topic) resolved once."""
+    return cache(partial(resolve, policies))
