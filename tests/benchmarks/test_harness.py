@@ -319,3 +319,19 @@ def test_floor_jobs_write_a_row_per_round_and_per_check(spark: object, tmp_path:
             expected |= set(zip(*(table.column(k).to_pylist() for k in keys), strict=True))
         assert run.output_rows == len(expected) > 0, policy
     assert stages.run_floor(spark, POLICIES["clients"], dataset, tmp_path / "clients") is None  # type: ignore[arg-type]
+
+
+def test_readers_benchmark_checks_both_inputs_whole_and_restores_the_expression_mode(
+        spark: object, tmp_path: Path) -> None:
+    from benchmarks.readers import measure
+    from quotaplane.core.spark.expressions import FACTORY_MODE
+
+    mode = spark.conf.get(FACTORY_MODE)  # type: ignore[attr-defined]
+    result = measure(spark, tmp_path, lines=30, rounds=2, interpreted=True)
+    assert spark.conf.get(FACTORY_MODE) == mode  # type: ignore[attr-defined]
+    assert result["lines"] == 30 and result["expressions"] == "interpreted"
+    assert {k: len(v) for k, v in result["rounds"].items()} == {"bare": 2, "millis": 2, "iso": 2}
+    assert set(result["ratio_to_bare"]) == {"millis", "iso"}
+    first = {kind: json.loads((tmp_path / kind / "part-00000.jsonl").read_text().splitlines()[0])
+             for kind in ("iso", "millis")}
+    assert first["iso"]["ts"] == "2024-06-03T00:00:00.858Z" and first["millis"]["ts"] == 1717372800858
