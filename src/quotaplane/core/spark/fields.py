@@ -114,9 +114,20 @@ def text_field(text: Column) -> tuple[Column, TextOf, JsonValue | None]:
 
 
 def _iso_millis(text: Column) -> Column:
-    """Epoch milliseconds of an ISO-8601 text of the accepted form, or null (`fields.iso_millis`)."""
+    """Epoch milliseconds of an ISO-8601 text of the accepted form, or null (`fields.iso_millis`).
+
+    The pattern's eight groups are extracted once, into an array bound to a lambda's parameter.
+    `_iso_from_groups` reads most of them several times: written out at each use, the expression
+    held 30 matches of the pattern, most of them evaluated for every text (Spark does not share a
+    subexpression inside the branches of a CASE WHEN)."""
+    groups = F.array(*[F.regexp_extract(text, R.JAVA["iso"], i) for i in range(1, 9)])
+    return F.transform(F.array(groups), lambda g: _iso_from_groups(text, g))[0]
+
+
+def _iso_from_groups(text: Column, groups: Column) -> Column:
+    """`_iso_millis` from the pattern's groups (an array of eight texts, "" for a group not matched)."""
     def part(i: int) -> Column:
-        return F.regexp_extract(text, R.JAVA["iso"], i)
+        return groups[i - 1]
 
     def number(i: int) -> Column:
         return F.when(part(i) == "", F.lit(0)).otherwise(part(i).cast("long"))
