@@ -172,6 +172,9 @@ def test_both_engines_classify_generated_lines_alike(spark, tmp_path_factory, ra
     assert_alike(spark, path, raw_lines)
 
 
+# lines ending in a terminator Java's `$` matches before: NEL, LINE and PARAGRAPH SEPARATOR in UTF-8
+TERMINATED = [b'{"t": 1, "n": 1}\xe2\x80\xa8', b'{"t": 1, "n": 1}\xc2\x85', b"[1]\xe2\x80\xa9",
+              b"1\xe2\x80\xa8", b'"s"\xc2\x85']
 PROBES = [
     b'{"t": 1, "n": 1}{"t": 2, "n": 2}', b"[]", b'[{"t": 1, "n": 1}, {"t": 2, "n": 2}]',
     b'{"t": 1, "n": 1} x', b'{"t": 1, "n": 1.0}', b'{"t": 1, "n": 1e3}', b'{"t": 1.5, "n": 1}',
@@ -187,6 +190,8 @@ PROBES = [
     # brackets, quotes and backslashes inside strings; every kind of JSON whitespace around a line
     b'{"t": 1, "n": 1, "s": "a\\"}{"}', b'{"t": 1, "n": 1, "s": "\\\\"} {}', b'{"t": 1, "n": 1, "s": "]}[{"}',
     b'{"t": 1, "n": 1, "s": "\\\\\\"]"}', b'\t\r {"t": 1, "n": 1}\t ', b" \t\r ", b'\x0c{"t": 1, "n": 1}',
+    # a line terminator after the value that is not JSON whitespace
+    *TERMINATED,
 ]
 
 
@@ -207,3 +212,4 @@ def test_the_probes_of_the_report_are_classified_alike(spark, tmp_path: Path) ->
     assert classes[b'{"t": 1, "n": 1, "s": "\\\\"} {}'] == (R.UNPARSABLE, None)
     assert classes[b'\t\r {"t": 1, "n": 1}\t '][1]["n"] == 1
     assert b" \t\r " not in classes  # a blank line is no row
+    assert all(classes[line] == (R.UNPARSABLE, None) for line in TERMINATED)

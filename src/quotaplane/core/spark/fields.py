@@ -22,10 +22,12 @@ from quotaplane.core.records import Field
 # A JSON string token (RFC 8259): replaced by "" before the brackets are counted, and one of the
 # scalars a whole line may be. Written as a run of plain characters between escapes (the same strings
 # as `"(?:[^"\\]|\\.)*"`: a backslash is only ever taken with the character after it), which Java's
-# matcher takes without a step per character.
+# matcher takes without a step per character. A line's end is `\z`: Java's `$` also matches before a
+# final line terminator (NEL, LINE or PARAGRAPH SEPARATOR, none of them JSON whitespace), which would
+# take a value with one after it for a whole line.
 _STRING_TOKEN = '"[^"\\\\]*(?:\\\\.[^"\\\\]*)*"'
 _SCALAR = (f'^(?:{_STRING_TOKEN}|-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?'
-           '|true|false|null)$')
+           '|true|false|null)\\z')
 MS_PER_DAY = 86_400_000
 
 
@@ -70,8 +72,9 @@ def _one_value() -> Column:
              .otherwise(0)).alias("z")))
     closes_once = F.when(brackets.isin("{}", "[]"), F.lit(True)).otherwise(
         (depth["z"] == 1) & (depth["d"] == 0))
-    structured = stripped.rlike("^[\\[{]") & stripped.rlike("[\\]}]$") & closes_once
-    return F.when(stripped.rlike("^[\\[{]"), structured).otherwise(trimmed.rlike(_SCALAR))
+    opens = stripped.startswith("{") | stripped.startswith("[")
+    structured = (stripped.endswith("}") | stripped.endswith("]")) & closes_once
+    return F.when(opens, structured).otherwise(trimmed.rlike(_SCALAR))
 
 
 def line_reason(raw: Column, parsed: Column) -> Column:
@@ -147,7 +150,7 @@ def _iso_from_groups(text: Column, groups: Column) -> Column:
 
 
 def _trimmed(text: Column) -> Column:
-    return F.regexp_replace(text, "^[ \\t]+|[ \\t]+$", "")
+    return F.regexp_replace(text, "^[ \\t]+|[ \\t]+\\z", "")
 
 
 def _integer_text(text: Column) -> Column:
