@@ -298,6 +298,34 @@ def test_a_failed_stage_stops_the_stages_that_need_it_and_lets_the_others_finish
     assert not (tmp_path / "out").exists()
 
 
+class MetricPolicy(BesidePolicy):
+    """Registers a gauge named after it; `waits_for` holds its registration until that event is
+    set, and `sets` is set once it has registered."""
+
+    def __init__(self, name: str, waits_for: threading.Event | None = None,
+                 sets: threading.Event | None = None) -> None:
+        super().__init__(name)
+        self.waits_for, self.sets = waits_for, sets
+
+    def run_stage(self, ctx: StageContext, config: str, outputs: Outputs) -> StageResult:
+        if self.waits_for is not None:
+            assert self.waits_for.wait(10)
+        Gauge(f"{self.name}_gauge", f"the {self.name} stage's gauge", registry=ctx.registry).set(1)
+        if self.sets is not None:
+            self.sets.set()
+        return StageResult(name=self.name, summary={})
+
+
+def test_metrics_of_stages_side_by_side_come_in_the_policies_order(telemetry: Path, tmp_path: Path) -> None:
+    second_done = threading.Event()  # the second stage registers its gauge before the first
+    policies = [MetricPolicy("first", waits_for=second_done), MetricPolicy("second", sets=second_done)]
+    outcome = run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"),
+                                      tmp_path / "out", policies, stream=None, spark=FakeSpark())
+    assert outcome.summary["run"]["stages"]["mode"] == "side by side"  # type: ignore[index]
+    names = re.findall(r"^# TYPE (\w+) gauge$", (tmp_path / "out" / "metrics.prom").read_text(), re.M)
+    assert names == ["first_gauge", "second_gauge"]
+
+
 def test_a_larger_run_takes_its_stages_one_after_another(telemetry: Path, tmp_path: Path) -> None:
     _barrier(1)
     (telemetry / "extra.jsonl").write_text("{}\n" * 49_999)

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -162,20 +162,26 @@ def run_stages(ctx: StageContext, policies: Sequence[Policy[Any]], configs: dict
     A small run's stages are mostly Spark's fixed costs (planning, scheduling, small stages that
     leave a core idle), which other stages' work fills (docs/performance.md, "Stages side by
     side"). When a stage fails, the stages that need it do not start, the others finish, and the
-    first failure in `policies`' order is raised."""
+    first failure in `policies`' order is raised. Each stage side by side registers its metrics in
+    a registry of its own, added to `ctx.registry` in `policies`' order once all have finished: the
+    metrics come in the same order in every run, whichever stage finishes first."""
     if not together:
         return [p.run_stage(ctx, configs[p.name], outputs) for p in policies]
     started: dict[str, Future[StageResult]] = {}
+    registries = {p.name: CollectorRegistry() for p in policies}
     with ThreadPoolExecutor(max_workers=len(policies), thread_name_prefix="stage") as pool:
         for policy in policies:
             providers = [started[p.name] for p in policies if p.name in started
                          and any(kind in p.provides for kind in policy.needs)]
+            own = replace(ctx, registry=registries[policy.name])
             started[policy.name] = pool.submit(
-                _after, providers, lambda p=policy: p.run_stage(ctx, configs[p.name], outputs))
+                _after, providers, lambda p=policy, own=own: p.run_stage(own, configs[p.name], outputs))
     for future in started.values():
         failure = future.exception()
         if failure is not None:
             raise failure
+    for policy in policies:
+        ctx.registry.register(registries[policy.name])
     return [started[p.name].result() for p in policies]
 
 
