@@ -119,16 +119,18 @@ def text_field(text: Column) -> tuple[Column, TextOf, JsonValue | None]:
 def _iso_millis(text: Column) -> Column:
     """Epoch milliseconds of an ISO-8601 text of the accepted form, or null (`fields.iso_millis`).
 
-    The pattern's eight groups are extracted once, into an array bound to a lambda's parameter.
-    `_iso_from_groups` reads most of them several times: written out at each use, the expression
+    A text of that form has its pattern's eight groups extracted once, into an array bound to a
+    lambda's parameter; any other text is matched once, and no group is extracted.
+    `_iso_from_groups` reads most groups several times: written out at each use, the expression
     held 30 matches of the pattern, most of them evaluated for every text (Spark does not share a
     subexpression inside the branches of a CASE WHEN)."""
     groups = F.array(*[F.regexp_extract(text, R.JAVA["iso"], i) for i in range(1, 9)])
-    return F.transform(F.array(groups), lambda g: _iso_from_groups(text, g))[0]
+    return F.when(text.rlike(R.JAVA["iso"]), F.transform(F.array(groups), _iso_from_groups)[0])
 
 
-def _iso_from_groups(text: Column, groups: Column) -> Column:
-    """`_iso_millis` from the pattern's groups (an array of eight texts, "" for a group not matched)."""
+def _iso_from_groups(groups: Column) -> Column:
+    """`_iso_millis` of a text of the accepted form, from its pattern's groups (an array of eight
+    texts, "" for a group not matched): null for a date that does not exist."""
     def part(i: int) -> Column:
         return groups[i - 1]
 
@@ -137,7 +139,7 @@ def _iso_from_groups(text: Column, groups: Column) -> Column:
 
     year, month, day = number(1), number(2), number(3)
     first = F.make_date(F.when(year >= 1, year).otherwise(F.lit(1)).cast("int"), month.cast("int"), F.lit(1))
-    valid = text.rlike(R.JAVA["iso"]) & (year >= 1) & (day <= F.dayofmonth(F.last_day(first)))
+    valid = (year >= 1) & (day <= F.dayofmonth(F.last_day(first)))
     days = F.datediff(first, F.lit("1970-01-01").cast("date")).cast("long") + day - 1
     fraction = F.substring(F.concat(part(7), F.lit("000")), 1, 3).cast("long")
     zone = part(8)
