@@ -18,12 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from benchmarks.machine import describe
+from benchmarks.measure import measure
 
 T0_MS = 1_717_372_800_858
 
@@ -43,13 +43,7 @@ def write_lines(folder: Path, lines: int, iso: bool) -> Path:
     return folder
 
 
-def timed(step: Any) -> float:
-    start = time.perf_counter()
-    step()
-    return time.perf_counter() - start
-
-
-def measure(spark: Any, work: Path, lines: int, rounds: int, interpreted: bool) -> dict[str, Any]:
+def check_rounds(spark: Any, work: Path, lines: int, rounds: int, interpreted: bool) -> dict[str, Any]:
     """The bare scan and the check of each file (module docstring), `rounds` of each in turn in
     `spark`; the session's expression mode is restored after."""
     from quotaplane.core.spark.expressions import FACTORY_MODE, INTERPRETED
@@ -71,9 +65,9 @@ def measure(spark: Any, work: Path, lines: int, rounds: int, interpreted: bool) 
         if interpreted:
             spark.conf.set(FACTORY_MODE, INTERPRETED)
         for _ in range(rounds):
-            times["bare"].append(timed(lambda: bare(inputs["millis"])))
+            times["bare"].append(measure(lambda: bare(inputs["millis"]))[1].seconds)
             for kind in ("millis", "iso"):
-                times[kind].append(timed(lambda kind=kind: check(inputs[kind])))
+                times[kind].append(measure(lambda kind=kind: check(inputs[kind]))[1].seconds)
     finally:
         spark.conf.set(FACTORY_MODE, mode)
     best = {name: min(runs[1:] or runs) for name, runs in times.items()}
@@ -97,7 +91,7 @@ def main() -> None:
     from quotaplane.core.spark.session import build_session
 
     spark = build_session(master=args.master)
-    result = measure(spark, Path(tempfile.mkdtemp(prefix="readers-bench-")), args.lines, args.rounds,
+    result = check_rounds(spark, Path(tempfile.mkdtemp(prefix="readers-bench-")), args.lines, args.rounds,
                      args.interpreted)
     result["machine"] = describe(spark)
     best = result["seconds"]

@@ -323,11 +323,11 @@ def test_floor_jobs_write_a_row_per_round_and_per_check(spark: object, tmp_path:
 
 def test_readers_benchmark_checks_both_inputs_whole_and_restores_the_expression_mode(
         spark: object, tmp_path: Path) -> None:
-    from benchmarks.readers import measure
+    from benchmarks.readers import check_rounds
     from quotaplane.core.spark.expressions import FACTORY_MODE
 
     mode = spark.conf.get(FACTORY_MODE)  # type: ignore[attr-defined]
-    result = measure(spark, tmp_path, lines=30, rounds=2, interpreted=True)
+    result = check_rounds(spark, tmp_path, lines=30, rounds=2, interpreted=True)
     assert spark.conf.get(FACTORY_MODE) == mode  # type: ignore[attr-defined]
     assert result["lines"] == 30 and result["expressions"] == "interpreted"
     assert {k: len(v) for k, v in result["rounds"].items()} == {"bare": 2, "millis": 2, "iso": 2}
