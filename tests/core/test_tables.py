@@ -1,4 +1,5 @@
-"""`write_parquet`: every table written with its column dictionaries capped."""
+"""`write_parquet`: every table written with its column dictionaries capped; `read_written`: read back
+as written, without a job inferring the schema."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-from quotaplane.core.spark.tables import DICTIONARY_PAGE_BYTES, write_parquet
+from quotaplane.core.spark.tables import DICTIONARY_PAGE_BYTES, read_written, write_parquet
 
 pytestmark = pytest.mark.spark
 
@@ -45,3 +48,43 @@ def test_overwrites_and_partitions(spark, tmp_path: Path) -> None:
                   partition_by=["record"])
     assert sorted(p.name for p in target.glob("record=*")) == ["record=a", "record=b"]
     assert sorted(r.n for r in spark.read.parquet(str(target)).collect()) == [2, 3]
+
+
+_NESTED = T.StructType([
+    T.StructField("n", T.LongType(), False),
+    T.StructField("name", T.StringType(), False),
+    T.StructField("at", T.StructType([T.StructField("ts", T.LongType(), False),
+                                      T.StructField("tags", T.ArrayType(T.StringType(), False), False)]),
+                  False),
+    T.StructField("by", T.MapType(T.StringType(), T.LongType(), False), False)])
+
+
+def _jobs_of(spark: SparkSession, group: str, action) -> tuple[object, int]:
+    """`action()`'s result and the Spark jobs it ran."""
+    sc = spark.sparkContext
+    sc.setJobGroup(group, group)
+    try:
+        result = action()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    return result, len(sc.statusTracker().getJobIdsForGroup(group))
+
+
+def test_read_written_is_what_inference_reads_without_its_job(spark, tmp_path: Path) -> None:
+    written = spark.createDataFrame([(1, "a", (10, ["x"]), {"k": 2}), (2, "b", (20, []), {})], _NESTED)
+    assert not written.schema["at"].nullable  # the schema given is stricter than what is read
+    path = tmp_path / "t"
+    write_parquet(written, path)
+    inferred, inference_jobs = _jobs_of(spark, "inferred", lambda: spark.read.parquet(str(path)))
+    read, read_jobs = _jobs_of(spark, "read-written", lambda: read_written(spark, path, written.schema))
+    assert (inference_jobs, read_jobs) == (1, 0)
+    assert read.schema == inferred.schema
+    assert sorted(read.collect()) == sorted(inferred.collect()) == sorted(written.collect())
+
+
+def test_read_written_reads_an_empty_table(spark, tmp_path: Path) -> None:
+    empty = spark.createDataFrame([], _NESTED)
+    write_parquet(empty.where(F.col("n") > 0), tmp_path / "empty")
+    read = read_written(spark, tmp_path / "empty", empty.schema)
+    assert read.count() == 0
+    assert read.columns == empty.columns

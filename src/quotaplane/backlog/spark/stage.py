@@ -47,7 +47,7 @@ from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.local_table import local_table
 from quotaplane.core.spark.readers import REASON, ReadCounts, ReadResult
 from quotaplane.core.spark.side_by_side import side_by_side
-from quotaplane.core.spark.tables import write_parquet
+from quotaplane.core.spark.tables import read_written, write_parquet
 
 INPUT = "backlog_snapshots"
 NAME = "backlog"
@@ -103,7 +103,8 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
         if rows is not None:
             rows.unpersist()
     summary["input"] = counts.as_dict()
-    outputs.provide(BacklogChecks(ctx.spark.read.parquet(str(ctx.out_dir / "backlog_checks")), last_ts_ms))
+    checks = read_written(ctx.spark, ctx.out_dir / "backlog_checks", result.checks.schema)
+    outputs.provide(BacklogChecks(checks, last_ts_ms))
     console = [
         f"backlog: {summary['checks']:,} checks of {summary['topics']:,} topics over "
         f"{summary['ticks']:,} ticks; "

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from quotaplane.backlog.outputs import BacklogChecks
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.readers import ReadCounts, check_once, read_telemetry
-from quotaplane.core.spark.tables import write_parquet
+from quotaplane.core.spark.tables import read_written, write_parquet
 from quotaplane.forecast.config import ForecastConfig
 from quotaplane.forecast.engine.backlog import BacklogForecast
 from quotaplane.forecast.engine.volumes import VolumeForecast
@@ -76,7 +76,8 @@ def _volume_forecasts(ctx: StageContext, config: ForecastConfig,
     try:
         table = forecast_volumes(recent, sizes, config.storage, config.settings, at_ms)
         write_parquet(table, ctx.out_dir / "storage_forecast")
-        rows = [_plain(r) for r in ctx.spark.read.parquet(str(ctx.out_dir / "storage_forecast")).collect()]
+        written = read_written(ctx.spark, ctx.out_dir / "storage_forecast", table.schema)
+        rows = [_plain(r) for r in written.collect()]
         bucket_ms = max(1, HISTORY_WINDOWS * config.settings.window_ms // HISTORY_POINTS)
         return rows, counts, _histories(recent, ranked_volumes(rows)[:PLOTTED], bucket_ms)
     finally:
@@ -108,9 +109,10 @@ def _backlog_forecasts(ctx: StageContext, config: ForecastConfig, outputs: Outpu
         return []
     if checks.last_ts_ms is None:
         return []
-    write_parquet(forecast_backlogs(checks.checks, config.settings, checks.last_ts_ms),
-                  ctx.out_dir / "backlog_forecast")
-    return [_plain(r) for r in ctx.spark.read.parquet(str(ctx.out_dir / "backlog_forecast")).collect()]
+    table = forecast_backlogs(checks.checks, config.settings, checks.last_ts_ms)
+    write_parquet(table, ctx.out_dir / "backlog_forecast")
+    written = read_written(ctx.spark, ctx.out_dir / "backlog_forecast", table.schema)
+    return [_plain(r) for r in written.collect()]
 
 
 def run_stage(ctx: StageContext, config: ForecastConfig, outputs: Outputs) -> StageResult:

@@ -22,7 +22,7 @@ from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.local_table import local_table
 from quotaplane.core.spark.readers import check_once, read_telemetry
 from quotaplane.core.spark.side_by_side import side_by_side
-from quotaplane.core.spark.tables import write_parquet
+from quotaplane.core.spark.tables import read_written, write_parquet
 from quotaplane.core.spark.time_span import TimeSpan
 from quotaplane.notices.config import NoticeConfig
 from quotaplane.notices.engine.evaluate import RECEIPTS
@@ -62,7 +62,7 @@ def run_stage(ctx: StageContext, config: NoticeConfig, outputs: Outputs) -> Stag
         evaluated = span.observe(checked.used.transform(evaluate_notices(config)))
         write_parquet(evaluated, out / "notice_decisions")
         checked.release()
-    decided = ctx.spark.read.parquet(str(out / "notice_decisions"))
+    decided = read_written(ctx.spark, out / "notice_decisions", evaluated.schema)
     with ctx.progress.step("notices: comparison, metrics and report"):
         # the notices' span (observed by their write) sets the timeline's bucket
         bucket_ms = bucket_ms_for(*(span.value or (None, None)))

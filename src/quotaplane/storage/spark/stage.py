@@ -23,7 +23,7 @@ from quotaplane.core.records import RecordSchema
 from quotaplane.core.spark.readers import CheckedInput, ReadCounts, check_once, read_telemetry
 from quotaplane.core.spark.schemas import spark_schema
 from quotaplane.core.spark.side_by_side import side_by_side
-from quotaplane.core.spark.tables import write_parquet
+from quotaplane.core.spark.tables import read_written, write_parquet
 from quotaplane.core.spark.time_span import TimeSpan
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.metrics import StorageMetrics
@@ -91,13 +91,14 @@ def _decide(ctx: StageContext, config: StorageConfig, inputs: dict[str, DataFram
     except BaseException:
         ev.release()
         raise
-    decisions = ctx.spark.read.parquet(str(ctx.out_dir / table))
+    decisions = read_written(ctx.spark, ctx.out_dir / table, ev.decisions.schema)
     time_span = span.value
     if not observations:
         ev.release()
         return _Decided(decisions, None, None, time_span)
     if ctx.detail:
-        return _Decided(decisions, ctx.spark.read.parquet(str(ctx.out_dir / OBSERVATIONS)), ev, time_span)
+        return _Decided(decisions, read_written(ctx.spark, ctx.out_dir / OBSERVATIONS, ev.volumes.schema), ev,
+                        time_span)
     return _Decided(decisions, ev.volumes, ev, time_span)
 
 

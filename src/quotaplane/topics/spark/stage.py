@@ -28,7 +28,7 @@ from quotaplane.core.spark.local_table import local_table
 from quotaplane.core.spark.readers import check_once, read_telemetry
 from quotaplane.core.spark.session import shuffle_partitions, task_slots, tasks_for
 from quotaplane.core.spark.side_by_side import side_by_side
-from quotaplane.core.spark.tables import write_parquet
+from quotaplane.core.spark.tables import read_written, write_parquet
 from quotaplane.topics.config import TopicQuotaConfig, change_error
 from quotaplane.topics.engine.decision import DECISIONS
 from quotaplane.topics.engine.evaluate import MeterSnapshot
@@ -93,8 +93,7 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
         meter_rows = observed_meters(observation)
         meter_schema, decided_schema = meters(rows).schema, decisions(rows).schema
         checked.release()
-    # read back as written (every column nullable, as the tables derived from it have always been)
-    decided = ctx.spark.read.schema(decided_schema).parquet(str(out / "topic_decisions"))
+    decided = read_written(ctx.spark, out / "topic_decisions", decided_schema)
     with ctx.progress.step("topics: meters, intervals and dropped-request log"):
         intervals_path = out / "topic_intervals"
         intervals = decided.transform(topic_intervals(config.interval_ms))
@@ -107,7 +106,7 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
         side_by_side(from_decisions,
                      lambda: write_parquet(meter_table(ctx.spark, meter_rows, meter_schema),
                                            out / "topic_meters"))
-        intervals = ctx.spark.read.schema(intervals.schema).parquet(str(intervals_path))
+        intervals = read_written(ctx.spark, intervals_path, intervals.schema)
     with ctx.progress.step("topics: metrics and report"):
         totals = broker_topic_totals(decided)
         by_decision = decision_counts(totals)
