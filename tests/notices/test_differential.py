@@ -1,8 +1,9 @@
 """The reference engine and the Spark pipeline agree exactly on generated producer traffic.
 
-Each hypothesis example is a config and several independent brokers' traffic; the Spark transforms
-(one `applyInPandas` group per broker around the numpy kernel, the comparison aggregate) give
-`notice_decisions` and `notice_comparison`, collected in ONE job and compared with the reference's
+Each hypothesis example is a config and several independent brokers' traffic; the Spark path of
+the stage (one `applyInPandas` group per broker around the numpy kernel, whose sums of its notices
+the action that computes them observes) gives `notice_decisions`, and from those sums
+`notice_comparison` and the report's timeline with its bucket, compared with the reference's
 through the one harness. The example count comes from the "differential" hypothesis profile
 (tests/conftest.py).
 """
@@ -18,11 +19,14 @@ from hypothesis import given, settings
 from quotaplane.notices.config import NoticeConfig, parse_notice_config
 from quotaplane.notices.engine.evaluate import COMPARISON_COLUMNS, compare, evaluate
 from quotaplane.notices.records import PRODUCER_TRAFFIC
+from quotaplane.notices.report import report_data_from_notices
 from quotaplane.notices.spark.evaluate import (
     COMPARISON_SCHEMA,
     NOTICE_SCHEMA,
-    comparison,
+    evaluate_brokers,
     evaluate_notices,
+    observe_aggregates,
+    observed_aggregates,
 )
 from tests.notices.strategies import traffic
 from tests.support.differential import Engines, assert_engines_agree, records_frame
@@ -32,15 +36,26 @@ Events = Sequence[dict[str, Any]]
 
 def reference_tables(config: NoticeConfig, events: Events) -> dict[str, list[Any]]:
     notices = evaluate(config, events)
-    return {"notice_decisions": notices, "notice_comparison": compare(notices)}
+    report = report_data_from_notices(notices)
+    return {"notice_decisions": notices, "notice_comparison": compare(notices),
+            "notice_timeline": _timeline(report.timeline.to_dict("records"), report.bucket_ms)}
 
 
 def spark_tables(spark: Any, config: NoticeConfig, events: Events) -> Generator[dict[str, Any]]:
-    notices = records_frame(spark, events, PRODUCER_TRAFFIC).transform(evaluate_notices(config)).cache()
+    evaluated = records_frame(spark, events, PRODUCER_TRAFFIC).transform(evaluate_brokers(config))
+    notices, observation = observe_aggregates(evaluated)
+    notices = notices.cache()
     try:
-        yield {"notice_decisions": notices, "notice_comparison": comparison(notices)}
+        notices.count()  # the action that observes the brokers' sums
+        comparison, timeline, bucket_ms = observed_aggregates(observation)
+        yield {"notice_decisions": notices, "notice_comparison": comparison,
+               "notice_timeline": _timeline(timeline, bucket_ms)}
     finally:
         notices.unpersist()
+
+
+def _timeline(rows: Sequence[dict[str, Any]], bucket_ms: int) -> list[dict[str, Any]]:
+    return [{**r, "bucket_ms": bucket_ms} for r in rows]
 
 
 ENGINES: Engines[NoticeConfig, Events] = Engines(reference_tables, spark_tables)
@@ -60,7 +75,6 @@ def test_spark_on_no_traffic_and_the_declared_schemas(spark) -> None:
     assert_engines_agree(ENGINES, spark, config, [])
     notices = records_frame(spark, [], PRODUCER_TRAFFIC).transform(evaluate_notices(config))
     assert notices.schema == NOTICE_SCHEMA
-    assert comparison(notices).schema == COMPARISON_SCHEMA
     assert tuple(COMPARISON_SCHEMA.fieldNames()) == COMPARISON_COLUMNS
 
 

@@ -1,11 +1,12 @@
-"""Producer traffic -> throttle notices and their comparison, as `DataFrame -> DataFrame` transforms.
+"""Producer traffic -> throttle notices, as a `DataFrame -> DataFrame` transform, and their comparison.
 
 spec: pip-385-producer-throttle-protocol; rules in docs/notices.md. Notices are sequential per
 broker (token buckets, pending requests, gating), so each broker is one `applyInPandas` group
 evaluated by the numpy kernel `quotaplane.notices.engine.kernel.evaluate_broker`, which resolves
 the limits of each distinct topic once (an event's limits depend on its topic alone): the events
-cross to Python with only their own columns, not five more per event. `comparison` is the
-`notice_comparison` aggregate (`quotaplane.notices.engine.evaluate.compare`).
+cross to Python with only their own columns, not five more per event. Each group also sums its
+notices (`aggregates`); the action that writes the notices observes those sums, which give the
+`notice_comparison` rows (`quotaplane.notices.engine.evaluate.compare`) and the report's timeline.
 
 Output schemas are declared once as record schemas: `NOTICE_RECORD` (the kernel's columns) and
 `COMPARISON_RECORD`, turned into Spark types by `quotaplane.core.spark.schemas.spark_schema`.
@@ -14,17 +15,20 @@ Output schemas are declared once as record schemas: `NOTICE_RECORD` (the kernel'
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from quotaplane.core.records import Field, RecordSchema
 from quotaplane.core.spark.schemas import spark_schema
 from quotaplane.notices.config import NoticeConfig
-from quotaplane.notices.engine.evaluate import COMPARISON_COLUMNS, IN_TIME, LATE, UNSUPPORTED
+from quotaplane.notices.engine.evaluate import COMPARISON_COLUMNS
 from quotaplane.notices.engine.kernel import NOTICE_RECORD, evaluate_broker
 from quotaplane.notices.records import TRAFFIC_COLUMNS
+from quotaplane.notices.spark.aggregates import AGGREGATES, broker_aggregates, merge
 
 COMPARISON_RECORD = RecordSchema(
     name="notice_comparison",
@@ -34,6 +38,7 @@ COMPARISON_RECORD = RecordSchema(
 )
 NOTICE_SCHEMA = spark_schema(NOTICE_RECORD)
 COMPARISON_SCHEMA = spark_schema(COMPARISON_RECORD)
+_EVALUATED_SCHEMA = T.StructType([*NOTICE_SCHEMA.fields, T.StructField(AGGREGATES, T.StringType())])
 NO_RECEIPT = -1  # `receipt_latency_ms` of an event with no receipt, in the kernel's input
 
 
@@ -48,40 +53,42 @@ def kernel_input(traffic: DataFrame) -> DataFrame:
                             for c in TRAFFIC_COLUMNS])
 
 
-def evaluate_notices(config: NoticeConfig) -> Callable[[DataFrame], DataFrame]:
-    """Used `producer_traffic` rows -> `notice_decisions` (`NOTICE_SCHEMA`): one `applyInPandas`
-    group per broker around the numpy kernel."""
+def evaluate_brokers(config: NoticeConfig) -> Callable[[DataFrame], DataFrame]:
+    """Used `producer_traffic` rows -> `notice_decisions` (`NOTICE_SCHEMA`) and `AGGREGATES`: one
+    `applyInPandas` group per broker around the numpy kernel. The broker's last notice carries the
+    text of its aggregates (`aggregates.broker_aggregates`), its other notices none."""
 
     def group(pdf: pd.DataFrame) -> pd.DataFrame:
         out = evaluate_broker(config, pdf)
         for f in NOTICE_RECORD.fields:
             if f.type != "string" and out[f.name].dtype == object:
                 raise ValueError(f"{f.name} of a notice of broker {out['broker'].iloc[0]!r} is beyond a LONG")
-        return out
+        texts = pd.Series(None, index=out.index, dtype=object)
+        if len(out):
+            texts.iloc[-1] = broker_aggregates(out)
+        return out.assign(**{AGGREGATES: texts})
 
     def transform(traffic: DataFrame) -> DataFrame:
-        return traffic.transform(kernel_input).groupBy("broker").applyInPandas(group, NOTICE_SCHEMA)
+        return traffic.transform(kernel_input).groupBy("broker").applyInPandas(group, _EVALUATED_SCHEMA)
 
     return transform
 
 
-def comparison(notices: DataFrame) -> DataFrame:
-    """`notice_decisions` -> `notice_comparison` (`COMPARISON_SCHEMA`): per (broker, topic, reason),
-    the notices, their receipts and the sums of their pauses with and without notices."""
-    return (notices.groupBy("broker", "topic", "reason").agg(*comparison_aggregates())
-            .select(*COMPARISON_RECORD.field_names))
+def evaluate_notices(config: NoticeConfig) -> Callable[[DataFrame], DataFrame]:
+    """Used `producer_traffic` rows -> `notice_decisions` (`NOTICE_SCHEMA`): `evaluate_brokers`
+    without the aggregates."""
+    return lambda traffic: traffic.transform(evaluate_brokers(config)).drop(AGGREGATES)
 
 
-def comparison_aggregates() -> list[Column]:
-    """The aggregates of `comparison` over a group of notices, named as its columns."""
+def observe_aggregates(evaluated: DataFrame) -> tuple[DataFrame, Observation]:
+    """`evaluate_brokers`' rows -> the notices (`NOTICE_SCHEMA`), observed: the action that computes
+    them also collects each broker's aggregates (read them with `observed_aggregates` after it)."""
+    observation = Observation("notice_aggregates")
+    observed = evaluated.observe(observation, F.collect_list(AGGREGATES).alias("brokers"))
+    return observed.drop(AGGREGATES), observation
 
-    def total(value: Column) -> Column:  # a group has a row: the sum is never null
-        return F.coalesce(F.sum(value), F.lit(0)).cast("long")
 
-    receipts = [total(F.when(F.col("receipt") == r, 1).otherwise(0)).alias(r)
-                for r in (IN_TIME, LATE, UNSUPPORTED)]
-    summed = ("connection_paused_ms", "connection_paused_ms_without_notices", "stalled_topics",
-              "stalled_topics_without_notices")
-    return [F.count(F.lit(1)).alias("notices"), *receipts,
-            total(F.col("pause_for_millis")).alias("pause_for_millis_total"),
-            *[total(F.col(c)).alias(c) for c in summed]]
+def observed_aggregates(observation: Observation) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+    """The `notice_comparison` rows, the report's timeline rows and its bucket, from the brokers'
+    aggregates an action observed (`aggregates.merge`)."""
+    return merge(observation.get["brokers"])

@@ -1,45 +1,37 @@
 """The producer throttle notice stage of `quotaplane run` (spec: pip-385-producer-throttle-protocol).
 
 Reads `producer_traffic` (the runner calls it only when that input is present and `--notices` is
-given), decides every notice with Spark (`evaluate.evaluate_notices`: one pandas group per broker
+given), decides every notice with Spark (`evaluate.evaluate_brokers`: one pandas group per broker
 around the numpy kernel), and writes under `ctx.out_dir` (Parquet):
 - `notice_decisions/`: one row per notice (docs/notices.md, Outputs);
 - `notice_comparison/`: per broker, topic and reason: notices, receipts, and the connection pauses
   and stalled topics with notices against without (today's behaviour);
 - `quarantine/producer_traffic/`: rejected rows with their reasons.
-Metrics and the report come from the comparison rows and a per-bucket timeline: small aggregates,
-never a second pass over the traffic. The stage provides nothing to other policies.
+Metrics and the report come from the comparison rows and a per-bucket timeline: small aggregates
+each broker's group sums as it decides its notices (`aggregates`), observed while they are
+written, never a second pass over the traffic or the notices. The stage provides nothing to other
+policies.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.local_table import local_table
 from quotaplane.core.spark.readers import check_once, read_telemetry
 from quotaplane.core.spark.side_by_side import side_by_side
-from quotaplane.core.spark.tables import read_written, write_parquet
-from quotaplane.core.spark.time_span import TimeSpan
+from quotaplane.core.spark.tables import write_parquet
 from quotaplane.notices.config import NoticeConfig
 from quotaplane.notices.engine.evaluate import RECEIPTS
 from quotaplane.notices.metrics import NoticeMetrics
 from quotaplane.notices.records import INPUTS
-from quotaplane.notices.report import (
-    TIMELINE_COLUMNS,
-    NoticeReportData,
-    bucket_ms_for,
-    build_sections,
-    notice_kpis,
-)
+from quotaplane.notices.report import NoticeReportData, build_sections, notice_kpis
 from quotaplane.notices.spark.evaluate import (
-    COMPARISON_RECORD,
     COMPARISON_SCHEMA,
-    comparison_aggregates,
-    evaluate_notices,
+    evaluate_brokers,
+    observe_aggregates,
+    observed_aggregates,
 )
 
 TRAFFIC = INPUTS[0]
@@ -58,15 +50,12 @@ def run_stage(ctx: StageContext, config: NoticeConfig, outputs: Outputs) -> Stag
         checked = check_once(read_telemetry(ctx.spark, TRAFFIC.schema, path), out / "quarantine" / INPUT)
         counts = checked.counts
     with ctx.progress.step("notices: notices per broker (token buckets, connection limits)"):
-        span = TimeSpan("notice_span")
-        evaluated = span.observe(checked.used.transform(evaluate_notices(config)))
-        write_parquet(evaluated, out / "notice_decisions")
+        # each broker's aggregates are observed as its notices are written: no job reads them again
+        notices, observation = observe_aggregates(checked.used.transform(evaluate_brokers(config)))
+        write_parquet(notices, out / "notice_decisions")
         checked.release()
-    decided = read_written(ctx.spark, out / "notice_decisions", evaluated.schema)
     with ctx.progress.step("notices: comparison, metrics and report"):
-        # the notices' span (observed by their write) sets the timeline's bucket
-        bucket_ms = bucket_ms_for(*(span.value or (None, None)))
-        rows, timeline = _comparison_and_timeline(decided, bucket_ms)
+        rows, timeline, bucket_ms = observed_aggregates(observation)
         ctx.registry.register(NoticeMetrics(rows))
         summary = summary_of(config, rows)
         notes = [] if not counts.quarantined else [
@@ -77,29 +66,6 @@ def run_stage(ctx: StageContext, config: NoticeConfig, outputs: Outputs) -> Stag
             local_table(ctx.spark, rows, COMPARISON_SCHEMA), out / "notice_comparison"))
     summary["input"] = counts.as_dict()
     return StageResult(NAME, summary, [counts], sections, [_console(summary, counts.used)])
-
-
-def _comparison_and_timeline(decided: DataFrame, bucket_ms: int) -> tuple[list[dict[str, Any]],
-                                                                           list[dict[str, Any]]]:
-    """The `notice_comparison` rows (by broker, topic and reason) and the report's timeline rows (by
-    bucket and reason, `TIMELINE_COLUMNS`), from one aggregation: two grouping sets over one scan of
-    the notices, both with `comparison`'s aggregates. Ordered here: an `orderBy` before `collect` costs
-    Spark a sampling job of its own."""
-    bucket = F.col("ts_ms") - F.pmod(F.col("ts_ms"), F.lit(bucket_ms))
-    both = (decided.withColumn("bucket_start_ms", bucket)
-            .groupingSets([["broker", "topic", "reason"], ["bucket_start_ms", "reason"]],
-                          "broker", "topic", "reason", "bucket_start_ms")
-            .agg(*comparison_aggregates(), F.grouping("bucket_start_ms").alias("by_topic")))
-    compared: list[dict[str, Any]] = []
-    timeline: list[dict[str, Any]] = []
-    for row in both.collect():
-        if row["by_topic"]:
-            compared.append({c: row[c] for c in COMPARISON_RECORD.field_names})
-        else:
-            timeline.append({c: row[c] for c in TIMELINE_COLUMNS})
-    compared.sort(key=lambda r: (r["broker"], r["topic"], r["reason"]))
-    timeline.sort(key=lambda r: (r["bucket_start_ms"], r["reason"]))
-    return compared, timeline
 
 
 def summary_of(config: NoticeConfig, rows: list[dict[str, Any]]) -> dict[str, Any]:
