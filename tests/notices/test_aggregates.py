@@ -24,8 +24,8 @@ from quotaplane.notices.engine.evaluate import (
     Notice,
     compare,
 )
-from quotaplane.notices.report import BUCKET_CHOICES_MS, bucket_ms_for, timeline_rows
 from quotaplane.notices.spark.aggregates import broker_aggregates, merge
+from quotaplane.notices.timeline import BUCKET_CHOICES_MS, bucket_ms_for, timeline_rows
 
 T0 = 1_700_000_000_123
 SPANS_MS = (0, 999, 1_000, 299_999, 300_000, 3_600_000, 90_000_000, 31 * 86_400_000)

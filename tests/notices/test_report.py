@@ -11,11 +11,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from quotaplane.core.report import render_report
 from quotaplane.notices.engine.evaluate import COMPARISON_COLUMNS, Notice, compare
 from quotaplane.notices.report import (
-    BUCKET_CHOICES_MS,
-    TIMELINE_COLUMNS,
     NoticeReportData,
-    bucket_ms_for,
-    bucket_start,
     build_sections,
     notice_kpis,
     paused_figure,
@@ -23,6 +19,7 @@ from quotaplane.notices.report import (
     timeline_figure,
     top_topics,
 )
+from quotaplane.notices.timeline import BUCKET_CHOICES_MS, TIMELINE_COLUMNS, bucket_ms_for, bucket_start
 
 T0 = 1_717_372_800_000
 HOT = "persistent://acme/web/clicks"

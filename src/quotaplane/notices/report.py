@@ -4,7 +4,7 @@ without it, which innocent topics they stalled, and when the notices came (docs/
 The section is built from small aggregates only (`NoticeReportData`), never from the traffic rows:
 the `notice_comparison` rows and a timeline of the notices per time bucket. The reference side builds
 them with `report_data_from_notices`; the Spark stage collects the same aggregates from
-`notice_comparison` and `notice_decisions` (the bucket rule: `bucket_ms_for`, `bucket_start`).
+the brokers' sums of their notices (`quotaplane.notices.timeline`: the bucket rule).
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ from quotaplane.notices.engine.evaluate import (
     Notice,
     compare,
 )
+from quotaplane.notices.timeline import (
+    BUCKET_CHOICES_MS,
+    TIMELINE_COLUMNS,
+    bucket_ms_for,
+    timeline_rows,
+)
 
 TOP_TOPICS = 10
-TIMELINE_COLUMNS = ("bucket_start_ms", "reason", "notices", "connection_paused_ms",
-                    "connection_paused_ms_without_notices")
-# Timeline buckets: the smallest of these giving at most `MAX_BUCKETS` buckets over the notices' span.
-BUCKET_CHOICES_MS = (1_000, 5_000, 10_000, 30_000, 60_000, 300_000, 900_000, 3_600_000, 21_600_000,
-                     86_400_000)
-MAX_BUCKETS = 300
 REASONS = tuple(r.name for r in REASON_ORDER)
 REASON_LABELS = {
     "TopicProduceQuotaExceeded": "topic rate",
@@ -84,22 +84,6 @@ class NoticeReportData:
             raise ValueError(f"bucket_ms must be positive: {self.bucket_ms}")
 
 
-def bucket_ms_for(first_ms: int | None, last_ms: int | None, max_buckets: int = MAX_BUCKETS) -> int:
-    """The timeline bucket: the smallest of `BUCKET_CHOICES_MS` that covers [first, last] in at most
-    `max_buckets` buckets (the largest choice otherwise; the first one without notices)."""
-    if first_ms is None or last_ms is None:
-        return BUCKET_CHOICES_MS[0]
-    for size in BUCKET_CHOICES_MS:
-        if bucket_start(last_ms, size) - bucket_start(first_ms, size) < size * max_buckets:
-            return size
-    return BUCKET_CHOICES_MS[-1]
-
-
-def bucket_start(ts_ms: int, bucket_ms: int) -> int:
-    """The start of a timestamp's bucket, aligned on the epoch: `ts_ms - ts_ms mod bucket_ms`."""
-    return ts_ms - ts_ms % bucket_ms
-
-
 def notice_kpis(comparison: pd.DataFrame | Iterable[Mapping[str, Any]]) -> list[tuple[str, Any]]:
     """The section's KPIs from the comparison rows: notices by receipt, connection pause time and
     innocent topics stalled, with notices and without."""
@@ -120,19 +104,6 @@ def notice_kpis(comparison: pd.DataFrame | Iterable[Mapping[str, Any]]) -> list[
         ("innocent topics stalled, with / without",
          f"{int(c['stalled_topics'].sum()):,} / {int(c['stalled_topics_without_notices'].sum()):,}"),
     ]
-
-
-def timeline_rows(notices: Iterable[Notice], bucket_ms: int) -> list[dict[str, Any]]:
-    """The timeline aggregates of notices (`TIMELINE_COLUMNS`), by bucket and reason."""
-    rows: dict[tuple[int, str], dict[str, Any]] = {}
-    for n in notices:
-        key = (bucket_start(n.ts_ms, bucket_ms), n.reason)
-        row = rows.setdefault(key, {"bucket_start_ms": key[0], "reason": key[1], "notices": 0,
-                                    "connection_paused_ms": 0, "connection_paused_ms_without_notices": 0})
-        row["notices"] += 1
-        row["connection_paused_ms"] += n.connection_paused_ms
-        row["connection_paused_ms_without_notices"] += n.connection_paused_ms_without_notices
-    return [rows[k] for k in sorted(rows)]
 
 
 def report_data_from_notices(notices: Sequence[Notice], kpis: list[tuple[str, Any]] | None = None,

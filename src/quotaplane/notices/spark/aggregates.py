@@ -7,7 +7,7 @@ adds them up in the driver (docs/notices.md, Outputs):
 
 - the `notice_comparison` rows, per broker, topic and reason: a broker's own rows are whole;
 - the report's timeline, per bucket and reason, with the bucket of the span of all notices
-  (`report.bucket_ms_for`). A broker sums its notices by the bucket of its own span. The span of
+  (`timeline.bucket_ms_for`). A broker sums its notices by the bucket of its own span. The span of
   all holds each broker's, so its bucket is the same choice or a larger one, and each choice is a
   multiple of the smaller ones (`BUCKET_CHOICES_MS`): a broker's buckets fall whole into the
   merged ones.
@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from quotaplane.notices.engine.evaluate import COMPARISON_COLUMNS, RECEIPTS
-from quotaplane.notices.report import TIMELINE_COLUMNS, bucket_ms_for, bucket_start
+from quotaplane.notices.timeline import TIMELINE_COLUMNS, bucket_ms_for, bucket_start
 
 AGGREGATES = "broker_aggregates"
 _COMPARISON_KEY = list(COMPARISON_COLUMNS[:3])
