@@ -2,7 +2,8 @@
 
 The reference engines, configs, record schemas, metrics, reports and the reference CLI must work
 where pyspark is not installed: each is imported in a fresh interpreter in which pyspark (and py4j)
-cannot be imported. The direction of the imports is checked from the source text.
+cannot be imported. The direction of the imports is checked from the source text. The modules whose
+functions run in Spark's Python workers import no plotting library.
 """
 
 from __future__ import annotations
@@ -170,3 +171,22 @@ def test_imports_point_one_way() -> None:
         if parts[-1] == "report" and any(i.startswith("quotaplane.") and ".spark" in i for i in imports):
             problems.append(f"{name}: a report imports the Spark side")
     assert problems == []
+
+
+def _worker_modules() -> list[str]:
+    """The modules that hand a function to Spark's Python workers (pandas and Arrow groups)."""
+    calls = ("applyInPandas", "mapInPandas", "applyInArrow", "mapInArrow", "pandas_udf")
+    return sorted(name for name, path in _source_modules().items()
+                  if any(call in path.read_text() for call in calls))
+
+
+def test_the_python_workers_import_no_plotting() -> None:
+    # a worker imports the module of every function it runs: matplotlib would cost each 0.3 s
+    names = _worker_modules()
+    assert "quotaplane.notices.spark.evaluate" in names
+    result = subprocess.run([sys.executable, "-c", f"import importlib, sys\nfor n in {names!r}:\n"
+                             "    importlib.import_module(n)\n"
+                             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
