@@ -38,4 +38,3 @@ def read_written(spark: SparkSession, path: Path | str, schema: StructType) -> D
     small table). A file source makes every column of the schema nullable, as inference reads a
     table Spark wrote."""
     return spark.read.schema(schema).parquet(str(path))
-
