@@ -24,7 +24,6 @@ from quotaplane.notices.spark.evaluate import (
     COMPARISON_SCHEMA,
     NOTICE_SCHEMA,
     evaluate_brokers,
-    evaluate_notices,
     observe_aggregates,
     observed_aggregates,
 )
@@ -42,8 +41,7 @@ def reference_tables(config: NoticeConfig, events: Events) -> dict[str, list[Any
 
 
 def spark_tables(spark: Any, config: NoticeConfig, events: Events) -> Generator[dict[str, Any]]:
-    evaluated = records_frame(spark, events, PRODUCER_TRAFFIC).transform(evaluate_brokers(config))
-    notices, observation = observe_aggregates(evaluated)
+    notices, observation = _observed_notices(spark, config, events)
     notices = notices.cache()
     try:
         notices.count()  # the action that observes the brokers' sums
@@ -52,6 +50,12 @@ def spark_tables(spark: Any, config: NoticeConfig, events: Events) -> Generator[
                "notice_timeline": _timeline(timeline, bucket_ms)}
     finally:
         notices.unpersist()
+
+
+def _observed_notices(spark: Any, config: NoticeConfig, events: Events) -> tuple[Any, Any]:
+    """The notices as the stage writes them, and the observation of the brokers' sums."""
+    traffic = records_frame(spark, events, PRODUCER_TRAFFIC)
+    return observe_aggregates(traffic.transform(evaluate_brokers(config)))
 
 
 def _timeline(rows: Sequence[dict[str, Any]], bucket_ms: int) -> list[dict[str, Any]]:
@@ -73,7 +77,7 @@ def test_reference_and_spark_agree_on_every_output(spark, generated) -> None:
 def test_spark_on_no_traffic_and_the_declared_schemas(spark) -> None:
     config = parse_notice_config({"topic.a.publishMaxByteRate": "1000"})
     assert_engines_agree(ENGINES, spark, config, [])
-    notices = records_frame(spark, [], PRODUCER_TRAFFIC).transform(evaluate_notices(config))
+    notices, _ = _observed_notices(spark, config, [])
     assert notices.schema == NOTICE_SCHEMA
     assert tuple(COMPARISON_SCHEMA.fieldNames()) == COMPARISON_COLUMNS
 
@@ -84,6 +88,6 @@ def test_a_pause_beyond_a_long_fails_the_stage(spark) -> None:
     config = parse_notice_config({"topic.a.publishMaxByteRate": "1"})
     events = [{"ts_ms": 0, "connection_id": "c", "producer_id": 0, "topic": "a", "bytes": 2**63 - 1}]
     assert evaluate(config, events)[0].pause_for_millis > 2**63 - 1
-    notices = records_frame(spark, events, PRODUCER_TRAFFIC).transform(evaluate_notices(config))
+    notices, _ = _observed_notices(spark, config, events)
     with pytest.raises(Exception, match="pause_for_millis of a notice of broker '' is beyond a LONG"):
         notices.collect()

@@ -56,7 +56,8 @@ def kernel_input(traffic: DataFrame) -> DataFrame:
 def evaluate_brokers(config: NoticeConfig) -> Callable[[DataFrame], DataFrame]:
     """Used `producer_traffic` rows -> `notice_decisions` (`NOTICE_SCHEMA`) and `AGGREGATES`: one
     `applyInPandas` group per broker around the numpy kernel. The broker's last notice carries the
-    text of its aggregates (`aggregates.broker_aggregates`), its other notices none."""
+    text of its aggregates (`aggregates.broker_aggregates`), its other notices none;
+    `observe_aggregates` gives the notices alone."""
 
     def group(pdf: pd.DataFrame) -> pd.DataFrame:
         out = evaluate_broker(config, pdf)
@@ -72,12 +73,6 @@ def evaluate_brokers(config: NoticeConfig) -> Callable[[DataFrame], DataFrame]:
         return traffic.transform(kernel_input).groupBy("broker").applyInPandas(group, _EVALUATED_SCHEMA)
 
     return transform
-
-
-def evaluate_notices(config: NoticeConfig) -> Callable[[DataFrame], DataFrame]:
-    """Used `producer_traffic` rows -> `notice_decisions` (`NOTICE_SCHEMA`): `evaluate_brokers`
-    without the aggregates."""
-    return lambda traffic: traffic.transform(evaluate_brokers(config)).drop(AGGREGATES)
 
 
 def observe_aggregates(evaluated: DataFrame) -> tuple[DataFrame, Observation]:
