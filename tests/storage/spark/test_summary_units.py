@@ -1,6 +1,6 @@
-"""`summary.decision_groups`: what each unit (and each of its fallback reasons) amounts to, and the
-throttle factor over time, aggregated by Spark per (unit, reason, time bucket) and folded in the
-driver, must equal the decision rows themselves taken in round order."""
+"""`summary.decision_groups`: what each unit (and each of its fallback reasons) amounts to, the
+throttle factor over time and the first fallback events, aggregated by Spark per (unit, reason, time
+bucket) and folded in the driver, must equal the decision rows themselves taken in round order."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from hypothesis import strategies as st
 
 from quotaplane.core.buckets import bucket_width
 from quotaplane.storage.spark import summary as S
+from quotaplane.storage.summary import iso
 
 pytestmark = pytest.mark.spark
 SCHEMA = ("cluster string, observing_broker_id long, ts_ms long, poll_id long, round_window long, "
           "source string, throttle_factor double, throttling_broker_id long, throttling_log_dir string, "
           "fallback_reason string, fallback_applied boolean, collection_error string, active_brokers long, "
-          "active_log_dirs long, effective_produce_limit double, used_bytes long")
+          "active_log_dirs long, missing_brokers long, effective_produce_limit double, used_bytes long")
 
 decision = st.fixed_dictionaries({
     "unit": st.sampled_from([("a", None), ("a", 1), (None, 2)]),
@@ -46,7 +47,8 @@ def _rows(drawn: list[dict[str, Any]]) -> list[dict[str, Any]]:
                      "throttling_log_dir": None, "fallback_reason": d["fallback_reason"],
                      "fallback_applied": d["fallback_applied"] and d["fallback_reason"] is not None,
                      "collection_error": d["collection_error"], "active_brokers": d["active_brokers"],
-                     "active_log_dirs": 2 * d["active_brokers"], "effective_produce_limit": None,
+                     "active_log_dirs": 2 * d["active_brokers"], "missing_brokers": i % 3,
+                     "effective_produce_limit": None,
                      "used_bytes": None})
     return rows
 
@@ -79,6 +81,16 @@ def _expected(rows: list[dict[str, Any]]) -> tuple[dict[tuple, dict[str, Any]], 
     return out, counts
 
 
+def _expected_events(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The first `limit` decisions with a fallback applied, in time, cluster and broker order."""
+    applied = sorted((r for r in rows if r["fallback_applied"]),
+                     key=lambda r: (r["ts_ms"], r["cluster"] is not None, r["cluster"] or "",
+                                    r["observing_broker_id"] is not None, r["observing_broker_id"] or 0))
+    return [{"ts": iso(r["ts_ms"]), "cluster": r["cluster"], "observing_broker_id": r["observing_broker_id"],
+             "reason": r["fallback_reason"], "throttle_factor": r["throttle_factor"],
+             "missing_brokers": r["missing_brokers"]} for r in applied[:limit]]
+
+
 def _drawn(ts: int, reason: str | None, error: str | None = None) -> dict[str, Any]:
     return {"unit": ("a", None), "ts_ms": ts, "marked": True, "throttle_factor": 0.5,
             "fallback_reason": reason, "fallback_applied": True, "collection_error": error,
@@ -107,13 +119,16 @@ FOLDED = [_drawn(0, None), _drawn(1, "missing_broker_data"), _drawn(2, "SAFETY_T
 
 
 @settings(parent=settings.get_profile("differential"))
-@given(st.lists(decision, min_size=0, max_size=30), st.sampled_from([1, 2, 3]))
-@example(FOLDED, 2)
-def test_units_their_fallbacks_and_the_series_equal_the_rows_in_round_order(spark, drawn, buckets) -> None:
-    """A few plot buckets, so that a bucket holds several rounds of several units and reasons."""
+@given(st.lists(decision, min_size=0, max_size=30), st.sampled_from([1, 2, 3]), st.sampled_from([1, 3, 50]))
+@example(FOLDED, 2, 3)
+def test_units_their_fallbacks_and_the_series_equal_the_rows_in_round_order(spark, drawn, buckets,
+                                                                           limit) -> None:
+    """A few plot buckets, so that a bucket holds several rounds of several units and reasons, and
+    a few events, so that some groups hold more than the first."""
     rows = _rows(drawn)
     span = (min(r["ts_ms"] for r in rows), max(r["ts_ms"] for r in rows)) if rows else None
-    units, counts, series = S.decision_groups(spark.createDataFrame(rows, SCHEMA), span, buckets)
+    units, counts, series, events = S.decision_groups(spark.createDataFrame(rows, SCHEMA), span, buckets,
+                                                      limit)
     expected, expected_counts = _expected(rows)
     got = {}
     for u in units:
@@ -130,3 +145,4 @@ def test_units_their_fallbacks_and_the_series_equal_the_rows_in_round_order(spar
     assert {(c["cluster"], c["observing_broker_id"], c["fallback_reason"]): (c["applied"], c["rounds"])
             for c in counts} == expected_counts
     assert series == (_expected_series(rows, span, buckets) if span else [])
+    assert events == _expected_events(rows, limit)

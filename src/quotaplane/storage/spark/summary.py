@@ -22,16 +22,22 @@ from quotaplane.storage.summary import EvaluationSummary, iso
 
 UNIT = ["cluster", "observing_broker_id"]
 PLOT_BUCKETS = 600
+FALLBACK_EVENTS = 50  # the times a fallback was applied that the summary lists, the first ones
+EVENT_ORDER = ("ts_ms", "cluster", "observing_broker_id", "poll_id", "round_window")
+EVENT_FIELDS = (*EVENT_ORDER, "fallback_reason", "throttle_factor", "missing_brokers")
 
 
 def _unit_window() -> Window:
     return Window.partitionBy(*UNIT).orderBy("ts_ms", "poll_id", "round_window")
 
 
-def decision_groups(decisions: DataFrame, span: tuple[int, int] | None, buckets: int = PLOT_BUCKETS
-                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Per unit, per unit and fallback reason, and the throttle factor over time, from one job: Spark
-    aggregates per (unit, reason, plot bucket) and the groups are folded here.
+def decision_groups(decisions: DataFrame, span: tuple[int, int] | None, buckets: int = PLOT_BUCKETS,
+                    events: int = FALLBACK_EVENTS
+                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]],
+                               list[dict[str, Any]]]:
+    """Per unit, per unit and fallback reason, the throttle factor over time and the first `events`
+    times a fallback was applied, from one job: Spark aggregates per (unit, reason, plot bucket)
+    (each group keeps its own first `events`) and the groups are folded here.
 
     A unit's row: its decisions, first and last time, the time with factor < 1 and with factor == 0
     (each round lasts until the unit's next round; the last round has no duration), first throttled
@@ -40,7 +46,8 @@ def decision_groups(decisions: DataFrame, span: tuple[int, int] | None, buckets:
     fallback was applied and the rounds it decided. The series: per cluster and time bucket of
     `span` (at most `buckets`), the lowest factor of any unit (for the local source, of any
     broker) and whether a fallback was applied; `span` is the decisions' first and last time (None
-    without decisions)."""
+    without decisions). An event is a decision with a fallback applied (`_event`), and the events
+    are in round order: time, cluster, broker, poll id, window (nulls first)."""
     nxt = F.lead("ts_ms").over(_unit_window())
     order = F.struct("ts_ms", "poll_id", "round_window")  # nulls order first: a max is the window's last
     d = decisions.select("*", (nxt - F.col("ts_ms")).alias("span"), order.alias("_order"))
@@ -61,26 +68,31 @@ def decision_groups(decisions: DataFrame, span: tuple[int, int] | None, buckets:
         F.max("_order").alias("last_order"), F.max_by(last, "_order").alias("last"),
         F.max(ok_order).alias("ok_order"),
         F.max_by(F.struct("active_brokers", "active_log_dirs"), ok_order).alias("last_ok"),
+        # `min_by` leaves out the rows whose order is null: those without a fallback applied
+        F.min_by(F.struct(*EVENT_FIELDS), F.when(F.col("fallback_applied"), F.struct(*EVENT_ORDER)),
+                 events).alias("events"),
     ).toArrow().to_pylist()  # Arrow: a unit has up to `buckets` groups per reason
     units: dict[tuple[Any, Any], dict[str, Any]] = {}
     counts: dict[tuple[Any, Any, str], dict[str, Any]] = {}
     points: dict[tuple[Any, int], dict[str, Any]] = {}
+    applied: list[dict[str, Any]] = []  # each group's first events
     start = span[0] if span is not None else 0
     for g in groups:
+        applied += g.pop("events") or []
         for name in ("last_order", "ok_order"):  # Arrow's structs are dicts: tuples, in field order
             g[name] = tuple(g[name].values()) if g[name] is not None else None
-        reason, applied, b = g.pop("fallback_reason"), g.pop("applied"), g.pop("b")
+        reason, applied_count, b = g.pop("fallback_reason"), g.pop("applied"), g.pop("b")
         unit = (g["cluster"], g["observing_broker_id"])
         if reason is not None:
             count = counts.setdefault((*unit, reason), {
                 "cluster": unit[0], "observing_broker_id": unit[1], "fallback_reason": reason,
                 "applied": 0, "rounds": 0})
-            count["applied"] += applied
+            count["applied"] += applied_count
             count["rounds"] += g["decisions"]
         point = points.setdefault((unit[0], b), {"cluster": unit[0], "ts_ms": start + b * width,
                                                  "factor": g["lowest_factor"], "fallback": False})
         point["factor"] = min(point["factor"], g["lowest_factor"])  # a decision's factor is never null
-        point["fallback"] = point["fallback"] or applied > 0
+        point["fallback"] = point["fallback"] or applied_count > 0
         if unit in units:
             _fold(units[unit], g)
         else:
@@ -89,7 +101,12 @@ def decision_groups(decisions: DataFrame, span: tuple[int, int] | None, buckets:
     return (sorted(units.values(), key=lambda r: nulls_first(r["cluster"], r["observing_broker_id"])),
             sorted(counts.values(), key=lambda r: nulls_first(r["cluster"], r["observing_broker_id"],
                                                               r["fallback_reason"])),
-            sorted(points.values(), key=lambda p: nulls_first(p["cluster"], p["ts_ms"])))
+            sorted(points.values(), key=lambda p: nulls_first(p["cluster"], p["ts_ms"])),
+            [_event(e) for e in sorted(applied, key=_event_order)[:events]])
+
+
+def _event_order(e: dict[str, Any]) -> tuple[Any, ...]:
+    return nulls_first(*(e[k] for k in EVENT_ORDER))
 
 
 def _later(a: tuple[Any, ...] | None, b: tuple[Any, ...] | None) -> bool:
@@ -133,13 +150,11 @@ def fallbacks(counts: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     return dict(sorted(out.items()))
 
 
-def fallback_events(decisions: DataFrame, limit: int = 50) -> list[dict[str, Any]]:
-    """The first `limit` times a fallback was applied."""
-    rows = (decisions.where(F.col("fallback_applied"))
-            .orderBy("ts_ms", "cluster", "observing_broker_id").limit(limit).collect())
-    return [{"ts": iso(r["ts_ms"]), "cluster": r["cluster"], "observing_broker_id": r["observing_broker_id"],
-             "reason": r["fallback_reason"], "throttle_factor": r["throttle_factor"],
-             "missing_brokers": r["missing_brokers"]} for r in rows]
+def _event(e: dict[str, Any]) -> dict[str, Any]:
+    """A fallback event of `summary.json` from its decision's `EVENT_FIELDS`."""
+    return {"ts": iso(e["ts_ms"]), "cluster": e["cluster"], "observing_broker_id": e["observing_broker_id"],
+            "reason": e["fallback_reason"], "throttle_factor": e["throttle_factor"],
+            "missing_brokers": e["missing_brokers"]}
 
 
 def breaches(config: StorageConfig, profile: list[dict[str, Any]] | None,
@@ -287,15 +302,15 @@ def summarise(label: str, config: StorageConfig, decisions: DataFrame, span: tup
               ) -> tuple[EvaluationSummary, list[StorageMetricState], list[dict[str, Any]]]:
     """The summary of one evaluation, its metric states and (with `observations`) its volume
     profile. `span` is the decisions' first and last time (their job observes it; None without
-    decisions): it sets the plots' buckets, so the summary's actions do not wait for one another
-    and run side by side: two small ones over the decisions (`decision_groups`, `fallback_events`)
-    and the aggregation of the observations."""
-    actions = [lambda: decision_groups(decisions, span), lambda: fallback_events(decisions)]
+    decisions): it sets the plots' buckets, so the summary's two actions do not wait for one another
+    and run side by side: the small one over the decisions (`decision_groups`) and the aggregation
+    of the observations."""
+    actions = [lambda: decision_groups(decisions, span)]
     if span is not None and observations is not None:
         actions.append(lambda: volume_profile(observations, span))
     results = side_by_side(*actions)
-    (units, counts, series), events = results[0], results[1]
-    profile = results[2] if len(results) > 2 else []
+    units, counts, series, events = results[0]
+    profile = results[1] if len(results) > 1 else []
     summary = EvaluationSummary(
         label=label, config=config, units=throttled_time(units), fallbacks=fallbacks(counts),
         fallback_events=events,
