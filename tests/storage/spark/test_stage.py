@@ -183,3 +183,36 @@ def test_observations_are_written_only_with_detail_and_change_nothing_else(stage
     without = {k: v for k, v in detailed.summary.items() if k != "outputs"}
     assert without == {k: v for k, v in result.summary.items() if k != "outputs"}
     assert render(detail_ctx.registry) == render(ctx.registry)
+
+
+def test_an_error_naming_no_cluster_applies_to_every_cluster(spark, tmp_path: Path) -> None:
+    """The stage learns from the errors' counting scan that a used error names no cluster (a
+    quarantined one does not count): its decisions equal the reference's, where the error decides
+    the round of both clusters."""
+    telemetry = tmp_path / "telemetry"
+    telemetry.mkdir()
+    vols = [{"ts": ts, "cluster": cluster, "broker_id": 1, "log_dir": "/d", "total_bytes": 100 * GB,
+             "available_bytes": available * GB} for ts in (0, MIN, 2 * MIN)
+            for cluster, available in (("a", 20), ("b", 80))]
+    errors = [{"ts": MIN + 1, "reason": "EXCEPTION", "cluster": None}]
+    (telemetry / "volumes.jsonl").write_text("\n".join(json.dumps(v) for v in vols) + "\n")
+    (telemetry / "collection_errors.jsonl").write_text(
+        json.dumps(errors[0]) + "\n" + json.dumps({"ts": "later", "reason": "EXCEPTION"}) + "\n")
+    config_path = tmp_path / "cluster.properties"
+    config_path.write_text(f"{S}storage.volume.source=cluster\n{S}storage.check-interval=60000\n"
+                           f"{S}storage.perVolumeLimit.availableBytesBelow.soft=50000000000\n"
+                           f"{S}storage.perVolumeLimit.availableBytesBelow.hard=10000000000\n"
+                           f"{S}fallback.throttle.factor=0.25\n")
+    ctx, result, _ = run_policy_stage(spark, StoragePolicy(), telemetry, tmp_path / "out",
+                                      RunConfigs(storage=config_path))
+    assert [i["quarantined"] for i in result.summary["inputs"] if "collection_errors" in i["input"]] == [1]
+    got = [r.asDict() for r in spark.read.parquet(str(ctx.out_dir / "storage_decisions")).collect()]
+    for r in got:
+        r.pop("ts")
+    config = load_storage_config(config_path)
+    expected = evaluate_rounds(config, group_rounds([VOLUMES.coerce_record(v, "x") for v in vols], [],
+                                                    [COLLECTION_ERRORS.coerce_record(e, "x") for e in errors],
+                                                    config.check_interval_ms))
+    key = lambda r: (r["cluster"] or "", r["ts_ms"])  # noqa: E731
+    assert sorted(got, key=key) == sorted(expected, key=key)
+    assert [r["fallback_reason"] for r in sorted(got, key=key)] == [None, "EXCEPTION", None] * 2

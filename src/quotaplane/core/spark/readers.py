@@ -99,10 +99,10 @@ class ReadResult:
 
 
 def _count(checked: DataFrame, source: str, skipped: tuple[str, ...] = (),
-           over_used: Mapping[str, tuple[Callable[[Column], Column], str]] | None = None
+           over_used: Mapping[str, tuple[Callable[[Column], Column], str | Column]] | None = None
            ) -> tuple[ReadCounts, dict[str, Any]]:
     """The counts, and each aggregate of `over_used` over the used rows, in one scan."""
-    extra = [agg(F.when(used_row(), F.col(column))).alias(name)
+    extra = [agg(F.when(used_row(), F.col(column) if isinstance(column, str) else column)).alias(name)
              for name, (agg, column) in (over_used or {}).items()]
     row = checked.agg(F.count(F.lit(1)).alias("read"), F.count(F.when(used_row(), 1)).alias("used"),
                       *extra).collect()[0]
@@ -312,15 +312,17 @@ class CheckedInput:
 
 
 def check_once(read: ReadResult, quarantine_dir: Path | None, cache: bool | None = None,
-               over_used: Mapping[str, tuple[Callable[[Column], Column], str]] | None = None) -> CheckedInput:
+               over_used: Mapping[str, tuple[Callable[[Column], Column], str | Column]] | None = None
+               ) -> CheckedInput:
     """Count read/used/quarantined in one scan of `read`, and write the quarantined rows to
     `quarantine_dir` only when there are some (a stale quarantine from an earlier run into the same
     directory is removed). The rows keep `FILE_ID` and `POSITION` when they were read with them.
 
     With `cache` (by default: unless the input is Parquet) the typed rows are cached by that same
     scan, so later steps do not parse the text again; Parquet is cheaper to scan again than to
-    cache (measured in docs/performance.md). `over_used` names aggregates (`F.max`, a column) of the
-    used rows computed by the same scan (`CheckedInput.aggregates`: null when no row is used)."""
+    cache (measured in docs/performance.md). `over_used` names aggregates (`F.max`, a column or an
+    expression) of the used rows computed by the same scan (`CheckedInput.aggregates`: null when no
+    row is used)."""
     cache = read.fmt != "parquet" if cache is None else cache
     where = [c for c in (FILE_ID, POSITION) if c in read.checked.columns]
     rows = read.checked.select(*read.schema.field_names, *where, REASON)

@@ -62,14 +62,15 @@ LIMIT_COLUMNS = ("soft_threshold", "hard_threshold", "soft_breached", "hard_brea
                  "headroom")
 
 
-def evaluate(config: StorageConfig, volumes: DataFrame, membership: DataFrame,
-             errors: DataFrame, persist: bool = False) -> StorageEvaluation:
+def evaluate(config: StorageConfig, volumes: DataFrame, membership: DataFrame, errors: DataFrame,
+             persist: bool = False, unnamed_errors: bool | None = None) -> StorageEvaluation:
     """Evaluate a whole history (typed telemetry as `read_telemetry(...).used` gives it).
 
     With `persist`, the keyed round rows (`rounds.keyed_rows`) that both `decisions` and `volumes`
-    derive from are computed once (memory, spilling to disk) until `release()`.
+    derive from are computed once (memory, spilling to disk) until `release()`. `unnamed_errors`:
+    whether an error row names no cluster, when the caller knows (None: a Spark job finds out).
     """
-    keys = keyed_rows(volumes, membership, errors, config.check_interval_ms)
+    keys = keyed_rows(volumes, membership, errors, config.check_interval_ms, unnamed_errors)
     if persist:
         keys = keys.persist(StorageLevel.MEMORY_AND_DISK)
     counted = counted_volumes(keys)

@@ -46,8 +46,11 @@ def _kind(kind: int) -> Column:
     return F.lit(kind).cast("byte").alias("kind")
 
 
-def _unified(volumes: DataFrame, membership: DataFrame, errors: DataFrame) -> DataFrame:
-    """The three inputs as one table: `kind`, `ts`, `cluster`, `poll_id` and the fields of each."""
+def _unified(volumes: DataFrame, membership: DataFrame, errors: DataFrame,
+             unnamed_errors: bool | None = None) -> DataFrame:
+    """The three inputs as one table: `kind`, `ts`, `cluster`, `poll_id` and the fields of each.
+    `unnamed_errors`: whether an error names no cluster, when the caller knows (the storage stage
+    takes it in the errors' counting scan); None asks Spark."""
     none_long, none_str = F.lit(None).cast("long"), F.lit(None).cast("string")
     vols = volumes.select(_kind(VOLUME), "ts", "cluster", "poll_id", "broker_id", "log_dir",
                           "total_bytes", "available_bytes", none_str.alias("reason"))
@@ -59,7 +62,9 @@ def _unified(volumes: DataFrame, membership: DataFrame, errors: DataFrame) -> Da
                          none_long.alias("available_bytes"), "reason")
     named = errs.where(F.col("cluster").isNotNull())
     unified = vols.union(members).union(named)
-    if errors.where(F.col("cluster").isNull()).limit(1).count() > 0:  # a small input: a cheap check
+    if unnamed_errors is None:  # a small input: a cheap check
+        unnamed_errors = errors.where(F.col("cluster").isNull()).limit(1).count() > 0
+    if unnamed_errors:
         # an error naming no cluster applies to every cluster of the telemetry (or stays unnamed)
         clusters = (vols.select("cluster").union(members.select("cluster")).union(named.select("cluster"))
                     .distinct())
@@ -68,14 +73,16 @@ def _unified(volumes: DataFrame, membership: DataFrame, errors: DataFrame) -> Da
     return unified.withColumn("cluster", F.coalesce(F.col("cluster"), F.lit(NO_CLUSTER)))
 
 
-def keyed_rows(volumes: DataFrame, membership: DataFrame, errors: DataFrame, interval_ms: int) -> DataFrame:
+def keyed_rows(volumes: DataFrame, membership: DataFrame, errors: DataFrame, interval_ms: int,
+               unnamed_errors: bool | None = None) -> DataFrame:
     """One row per (round, kind, broker, log dir): the three inputs shuffled once by `ROUND`, then
     aggregated per key (a sort aggregation: its buffers hold structs), so that rows of one kind,
     broker and log dir in a round count once. A volume keeps its counted observation (latest `ts`,
     then fewest available, then fewest total bytes); a round's errors keep the earliest (`ts`,
     `reason`) as `err`; `ts` is the key's latest time. Every later aggregation keys on `ROUND`
-    plus more columns: no further shuffle."""
-    rows = _unified(volumes, membership, errors).transform(with_round(interval_ms)).repartition(*ROUND)
+    plus more columns: no further shuffle. `unnamed_errors`: see `_unified`."""
+    rows = (_unified(volumes, membership, errors, unnamed_errors).transform(with_round(interval_ms))
+            .repartition(*ROUND))
     newest = F.min(F.struct((-F.col("ts")).alias("neg_ts"), "available_bytes", "total_bytes"))
     # broker before kind: the aggregation's sort order then also serves `broker_summary`
     return rows.groupBy(*ROUND, "broker_id", "kind", "log_dir").agg(

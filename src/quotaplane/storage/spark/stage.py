@@ -28,7 +28,7 @@ from quotaplane.core.spark.time_span import TimeSpan
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.metrics import StorageMetrics
 from quotaplane.storage.outputs import StorageDecisions
-from quotaplane.storage.records import INPUTS, VOLUMES
+from quotaplane.storage.records import COLLECTION_ERRORS, INPUTS, VOLUMES
 from quotaplane.storage.report import StorageReportData, build_sections, console_lines
 from quotaplane.storage.spark import summary as S
 from quotaplane.storage.spark.decisions import StorageEvaluation, evaluate
@@ -36,12 +36,14 @@ from quotaplane.storage.spark.decisions import StorageEvaluation, evaluate
 VOLUMES_PLOTTED = 6
 OBSERVATIONS = "storage_volume_observations"  # written with `quotaplane run --detail`
 LAST_VOLUME_TS = "last_volume_ts"
+UNNAMED_ERRORS = "unnamed_errors"
 
 
 def _read(ctx: StageContext) -> tuple[dict[str, DataFrame], list[ReadCounts], list[CheckedInput]]:
     """Check each input in one scan (`check_once`), write its quarantine if any; absent inputs are
     empty. The inputs' scans run side by side: the small ones cost Spark a job each, mostly the
-    driver's work, which overlaps the others' tasks."""
+    driver's work, which overlaps the others' tasks. The volumes' scan also takes their last time,
+    the errors' scan whether a used error names no cluster (`_unnamed_errors`)."""
     used: dict[str, DataFrame] = {}
     present: list[tuple[Input, str]] = []
     for item in INPUTS:
@@ -52,15 +54,24 @@ def _read(ctx: StageContext) -> tuple[dict[str, DataFrame], list[ReadCounts], li
             present.append((item, path))
 
     def check(schema: RecordSchema, path: str) -> Callable[[], CheckedInput]:
-        # the volumes' last time is taken in their counting scan: the forecast's "as of"
-        last = {LAST_VOLUME_TS: (F.max, "ts")} if schema is VOLUMES else None
+        extra = None
+        if schema is VOLUMES:  # their last time is the forecast's "as of"
+            extra = {LAST_VOLUME_TS: (F.max, "ts")}
+        elif schema is COLLECTION_ERRORS:
+            extra = {UNNAMED_ERRORS: (F.max, F.col("cluster").isNull())}
         return lambda: check_once(read_telemetry(ctx.spark, schema, path),
-                                  ctx.out_dir / "quarantine" / schema.name, over_used=last)
+                                  ctx.out_dir / "quarantine" / schema.name, over_used=extra)
 
     checked = side_by_side(*(check(item.schema, path) for item, path in present)) if present else []
     for (item, _), result in zip(present, checked, strict=True):
         used[item.name] = result.used
     return used, [c.counts for c in checked], checked
+
+
+def _unnamed_errors(checked: list[CheckedInput]) -> bool:
+    """Whether a used collection error names no cluster (it then applies to every cluster, see
+    `rounds._unified`), from the errors' counting scan; False without the input or its used rows."""
+    return any(bool(c.aggregates.get(UNNAMED_ERRORS)) for c in checked)
 
 
 @dataclass
@@ -76,13 +87,13 @@ class _Decided:
 
 
 def _decide(ctx: StageContext, config: StorageConfig, inputs: dict[str, DataFrame], table: str,
-            observations: bool) -> _Decided:
+            observations: bool, unnamed_errors: bool) -> _Decided:
     """Write the decisions (see `_Decided`). With `observations`, they are written to
     `storage_volume_observations` and read back with `ctx.detail`; the decisions' job computes the
     keyed round rows once, and the observations (their table or the report's one aggregate) read
     them again instead of shuffling and sorting the input a second time."""
     ev = evaluate(config, inputs["volumes"], inputs["membership"], inputs["collection_errors"],
-                  persist=observations)
+                  persist=observations, unnamed_errors=unnamed_errors)
     span = TimeSpan("storage_decision_span")
     try:
         write_parquet(span.observe(ev.decisions), ctx.out_dir / table)
@@ -110,14 +121,15 @@ def run_stage(ctx: StageContext, config: StorageConfig, compare: StorageConfig |
     try:
         with ctx.progress.step("storage: reading and validating telemetry"):
             inputs, counts, checked = _read(ctx)
+            unnamed = _unnamed_errors(checked)
         with ctx.progress.step(f"storage: {config.evaluation} decisions"):
-            decided = _decide(ctx, config, inputs, "storage_decisions", True)
+            decided = _decide(ctx, config, inputs, "storage_decisions", True, unnamed)
             assert decided.evaluation is not None
             evaluations.append(decided.evaluation)
         compared = None
         if compare is not None:
             with ctx.progress.step(f"storage: {compare.evaluation} decisions (comparison)"):
-                compared = _decide(ctx, compare, inputs, "storage_decisions_compare", False)
+                compared = _decide(ctx, compare, inputs, "storage_decisions_compare", False, unnamed)
         with ctx.progress.step("storage: summary, metrics and report"):
             main, states, profile = S.summarise("main", config, decided.decisions, decided.span,
                                                 decided.observations)
