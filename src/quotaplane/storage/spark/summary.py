@@ -75,10 +75,10 @@ def decision_groups(decisions: DataFrame, span: tuple[int, int] | None, buckets:
     units: dict[tuple[Any, Any], dict[str, Any]] = {}
     counts: dict[tuple[Any, Any, str], dict[str, Any]] = {}
     points: dict[tuple[Any, int], dict[str, Any]] = {}
-    applied: list[dict[str, Any]] = []  # each group's first events
+    first_events: list[dict[str, Any]] = []  # each group's own first ones
     start = span[0] if span is not None else 0
     for g in groups:
-        applied += g.pop("events") or []
+        first_events += g.pop("events") or []
         for name in ("last_order", "ok_order"):  # Arrow's structs are dicts: tuples, in field order
             g[name] = tuple(g[name].values()) if g[name] is not None else None
         reason, applied_count, b = g.pop("fallback_reason"), g.pop("applied"), g.pop("b")
@@ -102,10 +102,11 @@ def decision_groups(decisions: DataFrame, span: tuple[int, int] | None, buckets:
             sorted(counts.values(), key=lambda r: nulls_first(r["cluster"], r["observing_broker_id"],
                                                               r["fallback_reason"])),
             sorted(points.values(), key=lambda p: nulls_first(p["cluster"], p["ts_ms"])),
-            [_event(e) for e in sorted(applied, key=_event_order)[:events]])
+            [_event(e) for e in sorted(first_events, key=_event_order)[:events]])
 
 
 def _event_order(e: dict[str, Any]) -> tuple[Any, ...]:
+    """An event's round order, as Spark orders `EVENT_ORDER` ascending (nulls first)."""
     return nulls_first(*(e[k] for k in EVENT_ORDER))
 
 
