@@ -16,7 +16,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from quotaplane.core.report import Section, place_grid
-from quotaplane.storage.summary import EvaluationSummary
+from quotaplane.storage.summary import FALLBACK_EVENTS, EvaluationSummary
 
 GIB = 1024**3
 COLORS = ["#1f6fb2", "#d1495b", "#2e933c", "#edae49", "#7b4fa0", "#00798c", "#8c564b", "#555555"]
@@ -188,8 +188,8 @@ def build_sections(data: StorageReportData) -> list[Section]:
                  "active brokers without data"],
                 [(e["ts"], e["cluster"], e["observing_broker_id"], e["reason"], e["throttle_factor"],
                   e["missing_brokers"]) for e in main.fallback_events])
-        if len(main.fallback_events) == 50:
-            s.note("Only the first 50 fallback events are listed.")
+        if len(main.fallback_events) == FALLBACK_EVENTS:
+            s.note(f"Only the first {FALLBACK_EVENTS} fallback events are listed.")
     else:
         s.text("The fallback throttle factor was never applied.")
 

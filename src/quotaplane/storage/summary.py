@@ -9,6 +9,8 @@ from typing import Any
 
 from quotaplane.storage.config import StorageConfig
 
+FALLBACK_EVENTS = 50  # the times a fallback was applied that a summary lists, the first ones
+
 
 def iso(ms: int | None) -> str | None:
     """Epoch milliseconds as an ISO-8601 UTC timestamp."""

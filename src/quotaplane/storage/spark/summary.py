@@ -18,11 +18,10 @@ from quotaplane.core.ordering import nulls_first
 from quotaplane.core.spark.side_by_side import side_by_side
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.metrics import StorageMetricState
-from quotaplane.storage.summary import EvaluationSummary, iso
+from quotaplane.storage.summary import FALLBACK_EVENTS, EvaluationSummary, iso
 
 UNIT = ["cluster", "observing_broker_id"]
 PLOT_BUCKETS = 600
-FALLBACK_EVENTS = 50  # the times a fallback was applied that the summary lists, the first ones
 EVENT_ORDER = ("ts_ms", "cluster", "observing_broker_id", "poll_id", "round_window")
 EVENT_FIELDS = (*EVENT_ORDER, "fallback_reason", "throttle_factor", "missing_brokers")
 
