@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -43,7 +44,7 @@ def _read(ctx: StageContext) -> tuple[dict[str, DataFrame], list[ReadCounts], li
     """Check each input in one scan (`check_once`), write its quarantine if any; absent inputs are
     empty. The inputs' scans run side by side: the small ones cost Spark a job each, mostly the
     driver's work, which overlaps the others' tasks. The volumes' scan also takes their last time,
-    the errors' scan whether a used error names no cluster (`_unnamed_errors`)."""
+    the errors' scan whether a used error names no cluster (`_scanned`)."""
     used: dict[str, DataFrame] = {}
     present: list[tuple[Input, str]] = []
     for item in INPUTS:
@@ -68,10 +69,9 @@ def _read(ctx: StageContext) -> tuple[dict[str, DataFrame], list[ReadCounts], li
     return used, [c.counts for c in checked], checked
 
 
-def _unnamed_errors(checked: list[CheckedInput]) -> bool:
-    """Whether a used collection error names no cluster (it then applies to every cluster, see
-    `rounds._unified`), from the errors' counting scan; False without the input or its used rows."""
-    return any(bool(c.aggregates.get(UNNAMED_ERRORS)) for c in checked)
+def _scanned(checked: list[CheckedInput], name: str) -> Any:
+    """An aggregate an input's counting scan took (`_read`); None without the input or its used rows."""
+    return next((c.aggregates[name] for c in checked if name in c.aggregates), None)
 
 
 @dataclass
@@ -121,7 +121,8 @@ def run_stage(ctx: StageContext, config: StorageConfig, compare: StorageConfig |
     try:
         with ctx.progress.step("storage: reading and validating telemetry"):
             inputs, counts, checked = _read(ctx)
-            unnamed = _unnamed_errors(checked)
+            # a used error naming no cluster applies to every cluster (`rounds._unified`)
+            unnamed = bool(_scanned(checked, UNNAMED_ERRORS))
         with ctx.progress.step(f"storage: {config.evaluation} decisions"):
             decided = _decide(ctx, config, inputs, "storage_decisions", True, unnamed)
             assert decided.evaluation is not None
@@ -149,8 +150,7 @@ def run_stage(ctx: StageContext, config: StorageConfig, compare: StorageConfig |
             c.release()
         for e in evaluations:
             e.release()
-    last_volume = next((c.aggregates[LAST_VOLUME_TS] for c in checked if LAST_VOLUME_TS in c.aggregates),
-                       None)
+    last_volume = _scanned(checked, LAST_VOLUME_TS)
     outputs.provide(StorageDecisions(decided.decisions, compared.decisions if compared else None,
                                      last_volume))
     outputs = {"decisions": str(ctx.published / "storage_decisions"),
