@@ -273,18 +273,52 @@ def _barrier(parties: int) -> None:
     BARRIER = threading.Barrier(parties, timeout=10)
 
 
-def test_a_small_run_starts_each_stage_once_its_providers_have_finished(telemetry: Path,
-                                                                          tmp_path: Path) -> None:
-    # "a" waits for "b"; "b" needs what the fake stage provides: they meet only when "b" starts
-    # after the fake stage has finished and while "a" still runs
-    _barrier(2)
-    policies = [BesidePolicy("b", needs=(Published,)), BesidePolicy("a"), FakePolicy()]
+class EarlyProvider(BesidePolicy):
+    """Provides `Published`, then runs on until `consumed` is set (or 10 s have passed)."""
+
+    def __init__(self, consumed: threading.Event) -> None:
+        super().__init__("early", provides=(Published,))
+        self.consumed = consumed
+
+    def run_stage(self, ctx: StageContext, config: str, outputs: Outputs) -> StageResult:
+        outputs.provide(Published("early"))
+        CALLS.append("early:provided")
+        if not self.consumed.wait(10):
+            raise RuntimeError("the consumer did not get what was provided while this stage ran")
+        CALLS.append("early:finished")
+        return StageResult(name=self.name, summary={})
+
+
+class SettingConsumer(ConsumerPolicy):
+    """A `ConsumerPolicy` that sets `consumed` once it has what it asked for."""
+
+    def __init__(self, consumed: threading.Event) -> None:
+        self.consumed = consumed
+
+    def run_stage(self, ctx: StageContext, config: str, outputs: Outputs) -> StageResult:
+        result = super().run_stage(ctx, config, outputs)
+        self.consumed.set()
+        return result
+
+
+def test_a_stage_side_by_side_gets_what_another_provides_while_that_one_still_runs(
+        telemetry: Path, tmp_path: Path) -> None:
+    consumed = threading.Event()
+    policies = [SettingConsumer(consumed), EarlyProvider(consumed)]
     outcome = run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"),
                                       tmp_path / "out", policies, stream=None, spark=FakeSpark())
-    assert [r.name for r in outcome.results] == ["a", "fake", "b"]  # as `order` has them
-    assert CALLS.index("fake") < CALLS.index("b")
+    assert [r.name for r in outcome.results] == ["early", "consumer"]  # as `order` has them
+    assert CALLS == ["early:provided", "consumer:early", "early:finished"]
     assert outcome.summary["run"]["stages"]["mode"] == "side by side"  # type: ignore[index]
     assert outcome.summary["run"]["driver_jit"]["mode"] == "not chosen"  # type: ignore[index]
+
+
+def test_a_stage_asking_for_what_a_stage_finished_without_gets_none(telemetry: Path, tmp_path: Path) -> None:
+    _barrier(1)
+    policies = [ConsumerPolicy(), BesidePolicy("b", provides=(Published,))]
+    run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), tmp_path / "out",
+                            policies, stream=None, spark=FakeSpark())
+    assert CALLS == ["b", "consumer:None"]
 
 
 def test_a_failed_stage_stops_the_stages_that_need_it_and_lets_the_others_finish(telemetry: Path,
@@ -294,7 +328,7 @@ def test_a_failed_stage_stops_the_stages_that_need_it_and_lets_the_others_finish
     with pytest.raises(RuntimeError, match="failing failed"):
         run_module.run_pipeline(telemetry, RunConfigs(storage=tmp_path / "s.properties"), tmp_path / "out",
                                 policies, stream=None, spark=FakeSpark())
-    assert sorted(CALLS) == ["b", "failing"]  # the consumer never started
+    assert sorted(CALLS) == ["b", "failing"]  # the consumer never got past asking
     assert not (tmp_path / "out").exists()
 
 

@@ -16,7 +16,8 @@ its `Policy` object is the one face the rest of quotaplane sees:
   (`quotaplane.core.incremental`);
 - `needs` / `provides`: what it takes from, or gives to, other policies, as types: the client quota
   stage needs `StorageDecisions` (the storage throttle factor over time), which the storage stage
-  provides. The runner orders the stages by these and hands them over in `Outputs`.
+  provides. The runner orders the stages by these and hands them over in `Outputs`; a stage
+  provides what it gives as soon as it has it, and asks for what it needs when it needs it.
 
 Nothing here imports pyspark at module level: the reference engines and the CLI import this module
 without Spark.
@@ -30,6 +31,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,17 +163,45 @@ class StageResult:
 
 
 class Outputs:
-    """What earlier stages gave later ones, by type (see `Policy.needs` and `Policy.provides`)."""
+    """What stages give each other, by type (see `Policy.needs` and `Policy.provides`).
+
+    A stage provides what it gives as soon as it has it (the storage stage its decisions before its
+    summary and report). Side by side, every stage starts at once, and `get` waits for a kind while
+    a stage that provides it (`expect`) is still running."""
 
     def __init__(self) -> None:
         self._by_type: dict[type, object] = {}
+        self._providers: dict[type, list[Future[Any]]] = {}
+        self._changed = threading.Condition()
+
+    def expect(self, provider: Future[Any], kinds: Iterable[type]) -> None:
+        """`provider` (a stage that has started) provides `kinds`: `get` waits for them while it
+        runs."""
+        with self._changed:
+            for kind in kinds:
+                self._providers.setdefault(kind, []).append(provider)
+        provider.add_done_callback(lambda _: self._wake())
 
     def provide(self, value: object) -> None:
-        self._by_type[type(value)] = value
+        with self._changed:
+            self._by_type[type(value)] = value
+            self._changed.notify_all()
 
     def get(self, kind: type[T]) -> T | None:
-        value = self._by_type.get(kind)
+        """What a stage provided of `kind`, once it has, or None once every stage that provides it
+        has finished without it (the failure of one is raised instead)."""
+        with self._changed:
+            providers = list(self._providers.get(kind, ()))
+            self._changed.wait_for(lambda: kind in self._by_type or all(p.done() for p in providers))
+            value = self._by_type.get(kind)
+        if value is None:
+            for provider in providers:
+                provider.result()
         return value if isinstance(value, kind) else None
+
+    def _wake(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
 
 
 class ReferenceEvaluation(ABC):

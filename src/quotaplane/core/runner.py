@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -156,26 +156,25 @@ def run_pipeline(
 def run_stages(ctx: StageContext, policies: Sequence[Policy[Any]], configs: dict[str, Any],
                outputs: Outputs, together: bool) -> list[StageResult]:
     """Every policy's stage (`policies` in `order`), their results in that order. `together`: side
-    by side, each from its own thread, a stage starting once the stages that provide what it needs
-    have finished.
+    by side, each from its own thread, all started at once: a stage that asks for what another
+    provides waits until it is provided (`Outputs.get`).
 
     A small run's stages are mostly Spark's fixed costs (planning, scheduling, small stages that
     leave a core idle), which other stages' work fills (docs/performance.md, "Stages side by
-    side"). When a stage fails, the stages that need it do not start, the others finish, and the
-    first failure in `policies`' order is raised. Each stage side by side registers its metrics in
-    a registry of its own, added to `ctx.registry` in `policies`' order once all have finished: the
-    metrics come in the same order in every run, whichever stage finishes first."""
+    side"). When a stage fails before it provides what another asks for, that one fails with it,
+    the others finish, and the first failure in `policies`' order is raised. Each stage side by
+    side registers its metrics in a registry of its own, added to `ctx.registry` in `policies`'
+    order once all have finished: the metrics come in the same order in every run, whichever stage
+    finishes first."""
     if not together:
         return [p.run_stage(ctx, configs[p.name], outputs) for p in policies]
     started: dict[str, Future[StageResult]] = {}
     registries = {p.name: CollectorRegistry() for p in policies}
     with ThreadPoolExecutor(max_workers=len(policies), thread_name_prefix="stage") as pool:
         for policy in policies:
-            providers = [started[p.name] for p in policies if p.name in started
-                         and any(kind in p.provides for kind in policy.needs)]
             own = replace(ctx, registry=registries[policy.name])
-            started[policy.name] = pool.submit(
-                _after, providers, lambda p=policy, own=own: p.run_stage(own, configs[p.name], outputs))
+            started[policy.name] = pool.submit(policy.run_stage, own, configs[policy.name], outputs)
+            outputs.expect(started[policy.name], policy.provides)
     for future in started.values():
         failure = future.exception()
         if failure is not None:
@@ -183,13 +182,6 @@ def run_stages(ctx: StageContext, policies: Sequence[Policy[Any]], configs: dict
     for policy in policies:
         ctx.registry.register(registries[policy.name])
     return [started[p.name].result() for p in policies]
-
-
-def _after(providers: list[Future[StageResult]], stage: Callable[[], StageResult]) -> StageResult:
-    """`stage()` once every provider has finished; a provider's failure is raised instead."""
-    for provider in providers:
-        provider.result()
-    return stage()
 
 
 def stage_inputs(telemetry_dir: Path, policies: Sequence[Policy[Any]]) -> list[str]:
