@@ -1,12 +1,14 @@
 """Kafka client quotas as a `Policy` (spec: kip-786-quota-value-metrics; docs/clients.md).
 
 The client quota stage needs the storage decisions (`StorageDecisions`): with the storage callback
-installed, produce limits follow the storage throttle factor in force at each request.
+installed, produce limits follow the storage throttle factor in force at each request. The stage
+asks for them once it has read its requests.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from quotaplane.clients.cli import ClientsEvaluator, register_resolve
 from quotaplane.clients.config import ClientsRunConfig, load_client_quotas
@@ -15,6 +17,9 @@ from quotaplane.clients.records import INPUTS
 from quotaplane.core.policy import Outputs, Policy, RunConfigs, StageContext, StageResult
 from quotaplane.core.properties import load_properties
 from quotaplane.storage.outputs import StorageDecisions
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 class ClientsPolicy(Policy[ClientsRunConfig]):
@@ -37,9 +42,11 @@ class ClientsPolicy(Policy[ClientsRunConfig]):
     def run_stage(self, ctx: StageContext, config: ClientsRunConfig, outputs: Outputs) -> StageResult:
         from quotaplane.clients.spark.stage import run_stage
 
-        decisions = outputs.get(StorageDecisions)
-        table = decisions.decisions if decisions is not None else None
-        return run_stage(ctx, config.quotas, config.settings(table is not None), table)
+        def storage() -> DataFrame | None:
+            decisions = outputs.get(StorageDecisions)
+            return decisions.decisions if decisions is not None else None
+
+        return run_stage(ctx, config, storage)
 
     def register_commands(self, sub: argparse._SubParsersAction) -> None:
         register_resolve(sub)

@@ -2,7 +2,7 @@
 
 It runs when a storage configuration (with `volumes`) or backlog policies (with
 `backlog_snapshots`) are given; it reads `partition_sizes` when present, the volumes itself (as of
-their last time, which the storage stage gives in `StorageDecisions`), and the backlog stage's
+their last time, which the storage stage gives in `LastVolumeTime`), and the backlog stage's
 checks (`BacklogChecks`).
 """
 
@@ -15,14 +15,14 @@ from quotaplane.core.policy import Outputs, Policy, RunConfigs, StageContext, St
 from quotaplane.forecast.config import ForecastConfig, settings_of
 from quotaplane.forecast.records import INPUTS
 from quotaplane.storage.config import load_storage_config
-from quotaplane.storage.outputs import StorageDecisions
+from quotaplane.storage.outputs import LastVolumeTime
 
 
 class ForecastPolicy(Policy[ForecastConfig]):
     name = "forecast"
     title = "what runs out next: time-to-limit forecasts per volume and per backlog"
     inputs = INPUTS
-    needs = (BacklogChecks, StorageDecisions)
+    needs = (BacklogChecks, LastVolumeTime)
 
     def load_config(self, configs: RunConfigs) -> ForecastConfig | None:
         if configs.storage is None and configs.backlog_policies is None:

@@ -1,8 +1,10 @@
-"""What the storage stage gives other policies: the throttle factor over time.
+"""What the storage stage gives other policies: the throttle factor over time, and the time of the
+last used volume row.
 
-The client quota stage needs it (produce limits follow the factor, `Policy.needs`); it is the
-`storage_decisions` table as the storage stage wrote it. The forecast takes the time of the last
-used volume row from it (the storage stage reads it in its counting scan of the volumes).
+The client quota stage needs the factor (produce limits follow it, `Policy.needs`): the
+`storage_decisions` table as the storage stage wrote it. The forecast needs the last volume time
+(its "as of"), which the storage stage takes in its counting scan of the volumes and gives at once,
+before it decides.
 """
 
 from __future__ import annotations
@@ -17,9 +19,13 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class StorageDecisions:
     """The storage decisions of a run (`storage_decisions`: `ts_ms`, `throttle_factor`,
-    `observing_broker_id`, ...), of the comparison configuration when one was given, and the time of
-    the last used volume row (None: there is none)."""
+    `observing_broker_id`, ...)."""
 
     decisions: DataFrame
-    compare: DataFrame | None = None
-    last_volume_ts_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class LastVolumeTime:
+    """The time of the run's last used volume row (epoch ms; None: there is none)."""
+
+    ts_ms: int | None

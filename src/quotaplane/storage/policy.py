@@ -6,7 +6,7 @@ from quotaplane.core.policy import Outputs, Policy, RunConfigs, StageContext, St
 from quotaplane.storage.cli import StorageEvaluator
 from quotaplane.storage.config import StorageRunConfig, load_storage_config
 from quotaplane.storage.incremental import StorageIncremental
-from quotaplane.storage.outputs import StorageDecisions
+from quotaplane.storage.outputs import LastVolumeTime, StorageDecisions
 from quotaplane.storage.records import INPUTS
 
 
@@ -14,7 +14,7 @@ class StoragePolicy(Policy[StorageRunConfig]):
     name = "storage"
     title = "storage volume quotas (reference engine)"
     inputs = INPUTS
-    provides = (StorageDecisions,)
+    provides = (LastVolumeTime, StorageDecisions)
     evaluator = StorageEvaluator()
     incremental = StorageIncremental()
 

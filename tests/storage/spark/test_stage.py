@@ -14,7 +14,7 @@ from quotaplane.core.report import render_report
 from quotaplane.core.runner import run_pipeline
 from quotaplane.storage.config import load_storage_config
 from quotaplane.storage.engine import evaluate_rounds, group_rounds
-from quotaplane.storage.outputs import StorageDecisions
+from quotaplane.storage.outputs import LastVolumeTime, StorageDecisions
 from quotaplane.storage.policy import StoragePolicy
 from quotaplane.storage.records import COLLECTION_ERRORS, MEMBERSHIP, VOLUMES
 from tests.support.stages import run_policy_stage
@@ -103,6 +103,8 @@ def test_stage_writes_decisions_equal_to_the_reference(stage) -> None:
         assert sorted(got, key=key) == sorted(_reference(config, telemetry), key=key)
     provided = outputs.get(StorageDecisions)
     assert provided is not None and provided.decisions.count() == 10
+    # the last used volume row's time (the row at ts 1 is quarantined: more available than total)
+    assert outputs.get(LastVolumeTime) == LastVolumeTime(T0 + 9 * MIN)
 
 
 def test_cluster_source_throttles_while_the_local_source_does_not(stage) -> None:

@@ -8,7 +8,7 @@ under `ctx.out_dir`:
   the PIP-323 topic stats fields at each topic's last tick;
 - `quarantine/backlog_snapshots/` (Parquet): rejected rows with their reasons, when there are some.
 It registers the PIP-323 metrics in `ctx.registry`, and provides `BacklogChecks` (the checks read
-back from Parquet) to later stages.
+back from Parquet) to later stages once the tables are written, before its metrics and report.
 
 The whole evaluation is one pass over the snapshots (one shuffle by topic, one numpy pass per
 partition; see `quotaplane.backlog.spark.evaluate`), cached: the first action collects one small
@@ -83,6 +83,9 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
                 lambda: write_parquet(local_table(ctx.spark, parts, T.PARTITIONED_STATS_SCHEMA),
                                       ctx.out_dir / "backlog_partitioned_stats"))
             _write_stats_json(stats, parts, ctx.out_dir / "backlog_topic_stats.json")
+        # the stages that need the checks start now, beside the metrics and report
+        checks = read_written(ctx.spark, ctx.out_dir / "backlog_checks", result.checks.schema)
+        outputs.provide(BacklogChecks(checks, last_ts_ms))
         with ctx.progress.step("backlog: metrics and report"):
             ctx.registry.register(_metrics(topics, policies, duration))
             table = topic_table(topics)
@@ -103,8 +106,6 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
         if rows is not None:
             rows.unpersist()
     summary["input"] = counts.as_dict()
-    checks = read_written(ctx.spark, ctx.out_dir / "backlog_checks", result.checks.schema)
-    outputs.provide(BacklogChecks(checks, last_ts_ms))
     console = [
         f"backlog: {summary['checks']:,} checks of {summary['topics']:,} topics over "
         f"{summary['ticks']:,} ticks; "

@@ -21,6 +21,7 @@ query for the intervals of the groups the report draws.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from pyspark.sql import functions as F
 
 from quotaplane.clients import metrics as client_metrics
 from quotaplane.clients import report as client_report
+from quotaplane.clients.config import ClientsRunConfig
 from quotaplane.clients.engine.entities import ClientQuotaConfig
 from quotaplane.clients.engine.evaluate import records_every_type
 from quotaplane.clients.engine.settings import ClientQuotaSettings
@@ -73,12 +75,13 @@ def _factor_table(decisions: DataFrame | None) -> tuple[FactorTable, list[dict[s
     return FactorTable.from_pandas(pdf), rows
 
 
-def run_stage(ctx: StageContext, config: ClientQuotaConfig, settings: ClientQuotaSettings,
-              storage_decisions: DataFrame | None) -> StageResult:
-    """Measure and throttle every request; `storage_decisions` when the storage stage ran."""
+def run_stage(ctx: StageContext, run_config: ClientsRunConfig,
+              storage: Callable[[], DataFrame | None]) -> StageResult:
+    """Measure and throttle every request. `storage()`: the storage decisions (None when the storage
+    stage did not run), asked for once the requests are read: the storage stage may still be
+    deciding."""
     path = ctx.find_input(INPUT)
     assert path is not None, "the runner runs a stage only when its input is present"
-    storage_combined = settings.storage_combined
     spark = ctx.spark
     out = ctx.out_dir
 
@@ -90,6 +93,9 @@ def run_stage(ctx: StageContext, config: ClientQuotaConfig, settings: ClientQuot
                              out / "quarantine" / CLIENT_REQUESTS.name)
         counts = checked.counts
 
+    storage_decisions = storage()
+    config, settings = run_config.quotas, run_config.settings(storage_decisions is not None)
+    storage_combined = settings.storage_combined
     factors, decision_rows = _factor_table(storage_decisions)
     with ctx.progress.step("clients: measuring rates and throttle times"):
         # one shuffle (by broker) and one Python call per partition; the rows are written as they

@@ -27,7 +27,7 @@ from quotaplane.forecast.records import PARTITION_SIZES
 from quotaplane.forecast.report import PLOTTED, ForecastReportData, build_sections, ranked_volumes
 from quotaplane.forecast.spark.backlog import forecast_backlogs
 from quotaplane.forecast.spark.volumes import forecast_volumes, in_window
-from quotaplane.storage.outputs import StorageDecisions
+from quotaplane.storage.outputs import LastVolumeTime
 from quotaplane.storage.records import VOLUMES
 
 NAME = "forecast"
@@ -57,8 +57,8 @@ def _volume_forecasts(ctx: StageContext, config: ForecastConfig,
     if config.storage is None or path is None:
         return [], [], {}
     volumes = read_telemetry(ctx.spark, VOLUMES, path).used
-    storage = outputs.get(StorageDecisions)  # the storage stage read the same volumes
-    at_ms = storage.last_volume_ts_ms if storage is not None else _last_ts(volumes, "ts")
+    last = outputs.get(LastVolumeTime)  # the storage stage read the same volumes
+    at_ms = last.ts_ms if last is not None else _last_ts(volumes, "ts")
     if at_ms is None:
         return [], [], {}
     counts: list[ReadCounts] = []

@@ -7,7 +7,8 @@ to `storage_decisions_compare`), with `--detail` the counted volume observations
 thresholds to `storage_volume_observations` (a row per volume and round: as large as the input),
 registers the spec's metrics and returns the summary and report. The per-volume parts of the summary
 and report come from one small aggregate of the observations (`summary.volume_profile`).
-It provides `StorageDecisions` (the decisions tables read back from Parquet) to later stages.
+It provides `LastVolumeTime` once the inputs are read, and `StorageDecisions` (the decisions table
+read back from Parquet) once it is written, before the comparison, the summary and the report.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from quotaplane.core.spark.tables import read_written, write_parquet
 from quotaplane.core.spark.time_span import TimeSpan
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.metrics import StorageMetrics
-from quotaplane.storage.outputs import StorageDecisions
+from quotaplane.storage.outputs import LastVolumeTime, StorageDecisions
 from quotaplane.storage.records import COLLECTION_ERRORS, INPUTS, VOLUMES
 from quotaplane.storage.report import StorageReportData, build_sections, console_lines
 from quotaplane.storage.spark import summary as S
@@ -123,10 +124,13 @@ def run_stage(ctx: StageContext, config: StorageConfig, compare: StorageConfig |
             inputs, counts, checked = _read(ctx)
             # a used error naming no cluster applies to every cluster (`rounds._unified`)
             unnamed = bool(_scanned(checked, UNNAMED_ERRORS))
+        outputs.provide(LastVolumeTime(_scanned(checked, LAST_VOLUME_TS)))  # the forecast starts now
         with ctx.progress.step(f"storage: {config.evaluation} decisions"):
             decided = _decide(ctx, config, inputs, "storage_decisions", True, unnamed)
             assert decided.evaluation is not None
             evaluations.append(decided.evaluation)
+        # the stages that need the decisions start now, beside the comparison, summary and report
+        outputs.provide(StorageDecisions(decided.decisions))
         compared = None
         if compare is not None:
             with ctx.progress.step(f"storage: {compare.evaluation} decisions (comparison)"):
@@ -150,18 +154,15 @@ def run_stage(ctx: StageContext, config: StorageConfig, compare: StorageConfig |
             c.release()
         for e in evaluations:
             e.release()
-    last_volume = _scanned(checked, LAST_VOLUME_TS)
-    outputs.provide(StorageDecisions(decided.decisions, compared.decisions if compared else None,
-                                     last_volume))
-    outputs = {"decisions": str(ctx.published / "storage_decisions"),
-               "quarantine": str(ctx.published / "quarantine")}
+    paths = {"decisions": str(ctx.published / "storage_decisions"),
+             "quarantine": str(ctx.published / "quarantine")}
     if ctx.detail:
-        outputs["volume_observations"] = str(ctx.published / OBSERVATIONS)
+        paths["volume_observations"] = str(ctx.published / OBSERVATIONS)
     summary: dict[str, object] = {**main.as_dict(), "warnings": list(config.warnings),
-                                  "inputs": [c.as_dict() for c in counts], "outputs": outputs}
+                                  "inputs": [c.as_dict() for c in counts], "outputs": paths}
     if other is not None:
         summary["compare"] = other.as_dict()
-        outputs["decisions_compare"] = str(ctx.published / "storage_decisions_compare")
+        paths["decisions_compare"] = str(ctx.published / "storage_decisions_compare")
     console = console_lines(main) + (console_lines(other) if other else [])
     return StageResult(name="storage", summary=summary, read_counts=counts, sections=sections,
                        console=console)
