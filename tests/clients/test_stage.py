@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,20 @@ def _decisions(spark):
             (T0 + 50_000, 1.0, None, "cluster")]
     return spark.createDataFrame(rows, "ts_ms long, throttle_factor double, observing_broker_id long, "
                                        "source string")
+
+
+@pytest.mark.spark
+def test_a_storage_stage_failing_before_its_decisions_stops_the_stage_and_frees_its_rows(
+        spark, stage_dirs) -> None:
+    telemetry, out, configs = stage_dirs
+    given, storage = Outputs(), Future()
+    given.expect(storage, [StorageDecisions])
+    storage.set_exception(RuntimeError("the storage stage failed"))
+    persisted = len(spark.sparkContext._jsc.getPersistentRDDs())
+    with pytest.raises(RuntimeError, match="the storage stage failed"):
+        run_policy_stage(spark, ClientsPolicy(), telemetry, out, configs, given)
+    assert (out / "quarantine" / "client_requests").is_dir()  # it had read its requests
+    assert len(spark.sparkContext._jsc.getPersistentRDDs()) == persisted
 
 
 @pytest.mark.spark

@@ -93,10 +93,14 @@ def run_stage(ctx: StageContext, run_config: ClientsRunConfig,
                              out / "quarantine" / CLIENT_REQUESTS.name)
         counts = checked.counts
 
-    storage_decisions = storage()
+    try:  # the read rows stay cached until they are decided, or the storage stage fails
+        storage_decisions = storage()
+        factors, decision_rows = _factor_table(storage_decisions)
+    except BaseException:
+        checked.release()
+        raise
     config, settings = run_config.quotas, run_config.settings(storage_decisions is not None)
     storage_combined = settings.storage_combined
-    factors, decision_rows = _factor_table(storage_decisions)
     with ctx.progress.step("clients: measuring rates and throttle times"):
         # one shuffle (by broker) and one Python call per partition; the rows are written as they
         # are decided
