@@ -83,7 +83,7 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
                 lambda: write_parquet(local_table(ctx.spark, parts, T.PARTITIONED_STATS_SCHEMA),
                                       ctx.out_dir / "backlog_partitioned_stats"))
             _write_stats_json(stats, parts, ctx.out_dir / "backlog_topic_stats.json")
-        # the stages that need the checks start now, beside the metrics and report
+        # the stages waiting for the checks go on now, beside the metrics and report
         checks = read_written(ctx.spark, ctx.out_dir / "backlog_checks", result.checks.schema)
         outputs.provide(BacklogChecks(checks, last_ts_ms))
         with ctx.progress.step("backlog: metrics and report"):

@@ -124,12 +124,12 @@ def run_stage(ctx: StageContext, config: StorageConfig, compare: StorageConfig |
             inputs, counts, checked = _read(ctx)
             # a used error naming no cluster applies to every cluster (`rounds._unified`)
             unnamed = bool(_scanned(checked, UNNAMED_ERRORS))
-        outputs.provide(LastVolumeTime(_scanned(checked, LAST_VOLUME_TS)))  # the forecast starts now
+        outputs.provide(LastVolumeTime(_scanned(checked, LAST_VOLUME_TS)))  # the forecast goes on now
         with ctx.progress.step(f"storage: {config.evaluation} decisions"):
             decided = _decide(ctx, config, inputs, "storage_decisions", True, unnamed)
             assert decided.evaluation is not None
             evaluations.append(decided.evaluation)
-        # the stages that need the decisions start now, beside the comparison, summary and report
+        # the stages waiting for the decisions go on now, beside the comparison, summary and report
         outputs.provide(StorageDecisions(decided.decisions))
         compared = None
         if compare is not None:
