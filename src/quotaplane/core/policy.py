@@ -109,12 +109,14 @@ class Progress:
     def step(self, label: str) -> Iterator[None]:
         start = time.perf_counter()
         self._say(f"  … {label}")
+        mark = "✗"  # unless the step finishes
         try:
             yield
+            mark = "✓"
         finally:
             elapsed = time.perf_counter() - start
             self.timings[label] = elapsed
-            self._say(f"  ✓ {label} ({elapsed:.1f}s)")
+            self._say(f"  {mark} {label} ({elapsed:.1f}s)")
 
     def _say(self, line: str) -> None:
         """One whole line: lines of steps running side by side do not run into each other."""
