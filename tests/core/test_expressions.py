@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from quotaplane.core.errors import ConfigError
+from quotaplane.core.errors import ConfigError, InputError
 from quotaplane.core.spark.expressions import (
     DEFAULT_INTERPRETED_BELOW_ROWS,
     FACTORY_MODE,
@@ -44,6 +44,13 @@ def test_count_rows_of_files_and_folders(tmp_path: Path) -> None:
     assert count_rows([str(folder)], 100) == 5 + 2 + 11
     assert count_rows([str(folder), str(tmp_path / "a.jsonl")], 100) == 21
     assert count_rows([], 100) == 0
+
+
+def test_a_file_named_parquet_without_a_parquet_footer_is_named_with_the_rule(tmp_path: Path) -> None:
+    folder = tmp_path / "volumes"
+    lines(folder / "part-0.parquet", 1)
+    with pytest.raises(InputError, match=r"part-0\.parquet.*is not a readable Parquet file"):
+        count_rows([str(folder)], 100)
 
 
 def test_counting_stops_at_the_limit(tmp_path: Path) -> None:

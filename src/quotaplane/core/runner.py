@@ -41,6 +41,7 @@ from quotaplane.core.spark.expressions import (
     count_rows,
     expressions_for,
 )
+from quotaplane.core.spark.failures import unreadable_file
 from quotaplane.core.staging import staged_output
 
 
@@ -128,7 +129,13 @@ def run_pipeline(
             together = expressions.mode == "interpreted"
             # a small run's shuffles in no more partitions than the task slots (None: unchanged)
             with partitions_for_slots(spark) if together else nullcontext() as partitions:
-                results = run_stages(ctx, runnable, loaded, outputs, together)
+                try:
+                    results = run_stages(ctx, runnable, loaded, outputs, together)
+                except Exception as failure:
+                    unreadable = unreadable_file(failure)  # the input's fault: named, no traceback
+                    if unreadable is None:
+                        raise
+                    raise unreadable from failure
         elapsed = time.perf_counter() - started
         stages: dict[str, object] = (
             {"mode": "side by side", "reason": "a small run: its expressions are interpreted"} if together

@@ -68,9 +68,14 @@ def count_rows(paths: Iterable[str], limit: int) -> int | None:
 
 
 def _parquet_rows(file: Path) -> int:
+    """A Parquet file's rows from its footer; `InputError` when it has none (not a Parquet file)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    return int(pq.read_metadata(file).num_rows)
+    try:
+        return int(pq.read_metadata(file).num_rows)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(str(file), "(file)", file.name, f"is not a readable Parquet file: {exc}") from None
 
 
 def _lines(file: Path, limit: int) -> int:
