@@ -93,28 +93,24 @@ def run_stage(ctx: StageContext, run_config: ClientsRunConfig,
                              out / "quarantine" / CLIENT_REQUESTS.name)
         counts = checked.counts
 
-    try:  # the read rows stay cached until they are decided, or the storage stage fails
+    try:  # the read rows stay cached until they are decided (or the storage stage fails first)
         storage_decisions = storage()
         factors, decision_rows = _factor_table(storage_decisions)
-    except BaseException:
-        checked.release()
-        raise
-    config, settings = run_config.quotas, run_config.settings(storage_decisions is not None)
-    storage_combined = settings.storage_combined
-    with ctx.progress.step("clients: measuring rates and throttle times"):
-        # one shuffle (by broker) and one Python call per partition; the rows are written as they
-        # are decided
-        requests = (checked.used.withColumnRenamed(FILE_ID, "_file").withColumnRenamed(POSITION, "_row")
-                    .withColumn("config_id", F.lit(0).cast("long")))
-        partitions = max(shuffle_partitions(spark),
-                         -(-counts.used // ROWS_PER_PARTITION))
-        columns = [c for c in output_schema({0: config}, settings).names if c not in TABLE_DROPS]
-        try:
+        config, settings = run_config.quotas, run_config.settings(storage_decisions is not None)
+        storage_combined = settings.storage_combined
+        with ctx.progress.step("clients: measuring rates and throttle times"):
+            # one shuffle (by broker) and one Python call per partition; the rows are written as
+            # they are decided
+            requests = (checked.used.withColumnRenamed(FILE_ID, "_file").withColumnRenamed(POSITION, "_row")
+                        .withColumn("config_id", F.lit(0).cast("long")))
+            partitions = max(shuffle_partitions(spark),
+                             -(-counts.used // ROWS_PER_PARTITION))
+            columns = [c for c in output_schema({0: config}, settings).names if c not in TABLE_DROPS]
             write_parquet(evaluate_requests(requests, {0: config}, settings, factors, partitions, columns),
                           out / DECISIONS_TABLE)
-        finally:
-            checked.release()
-        decisions = _read_back(spark, out / DECISIONS_TABLE)
+            decisions = _read_back(spark, out / DECISIONS_TABLE)
+    finally:
+        checked.release()
 
     with ctx.progress.step("clients: intervals and standing"):
         intervals = interval_rows(decisions, settings.interval_ms, settings.quota_value_metric)
