@@ -53,17 +53,13 @@ def test_a_run_over_a_file_spark_cannot_read_names_the_file_and_the_reason(spark
     (volumes / "part-1.parquet").write_bytes(b"not parquet")
     config = tmp_path / "storage.properties"
     config.write_text(f"{S}storage.volume.source=cluster\n{S}storage.perVolumeLimit.availableBytesBelow.hard=1\n")
-    before = spark.conf.get(THRESHOLD, None)
     spark.conf.set(THRESHOLD, "0")  # no row count before Spark starts, which would find the file first
     try:
         with pytest.raises(InputError) as raised:
             run_pipeline(tmp_path / "telemetry", RunConfigs(storage=config), tmp_path / "out",
                          [StoragePolicy()], spark=spark, stream=None)
     finally:
-        if before is None:
-            spark.conf.unset(THRESHOLD)
-        else:
-            spark.conf.set(THRESHOLD, before)
+        spark.conf.unset(THRESHOLD)
     error = raised.value
     assert error.where == str(volumes / "part-1.parquet") and error.value == "part-1.parquet"
     assert error.rule.startswith("cannot read: ") and "is not a Parquet file" in error.rule
