@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from quotaplane.core.errors import InputError
 from quotaplane.core.records import Field, RecordSchema, Rule
-from quotaplane.core.spark.readers import check_once, read_telemetry
+from quotaplane.core.spark.readers import UsedAggregate, check_once, read_telemetry
 from tests.support.plans import operators, plan_text
 
 SCHEMA = RecordSchema(
@@ -71,12 +71,14 @@ def test_check_once_aggregates_the_used_rows_in_its_counting_scan(spark, tmp_pat
     path.write_text('{"ts": 1000, "broker_id": 1, "size": 2}\n{"ts": 3000, "broker_id": 9, "size": -1}\n'
                     '{"ts": 2000, "broker_id": 2, "size": 1}\n')
     checked = check_once(read_telemetry(spark, SCHEMA, str(path)), None,
-                         over_used={"last": (F.max, "ts"), "first_broker": (F.min, "broker_id")})
+                         over_used={"last": UsedAggregate("max", "ts"),
+                                    "first_broker": UsedAggregate("min", "broker_id")})
     assert (checked.counts.used, checked.counts.quarantined) == (2, 1)
     assert checked.aggregates == {"last": 2000, "first_broker": 1}  # the quarantined row is left out
     checked.release()
     path.write_text('{"ts": 3000, "broker_id": 9, "size": -1}\n')
-    none_used = check_once(read_telemetry(spark, SCHEMA, str(path)), None, over_used={"last": (F.max, "ts")})
+    none_used = check_once(read_telemetry(spark, SCHEMA, str(path)), None,
+                           over_used={"last": UsedAggregate("max", "ts")})
     assert none_used.aggregates == {"last": None} and check_once(
         read_telemetry(spark, SCHEMA, str(path)), None).aggregates == {}
 

@@ -134,7 +134,9 @@ class StageContext:
     `published_dir` (the run's `--out`: `out_dir` is a staging directory that takes its place once
     the run has finished, see `quotaplane.core.staging`), which is where summaries should point.
     With `detail`, a stage also writes its large diagnostic tables (`quotaplane run --detail`), whose
-    rows are as many as its input's; without it only the decisions and small aggregates."""
+    rows are as many as its input's; without it only the decisions and small aggregates. With
+    `reads_in_driver` (a small run), a stage reads its clean JSON Lines inputs in the driver
+    (`quotaplane.core.spark.driver_reads`)."""
 
     spark: SparkSession
     telemetry_dir: Path
@@ -143,6 +145,7 @@ class StageContext:
     progress: Progress
     published_dir: Path | None = None
     detail: bool = False
+    reads_in_driver: bool = False
 
     @property
     def published(self) -> Path:

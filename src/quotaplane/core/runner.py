@@ -122,11 +122,13 @@ def run_pipeline(
             spark = build_session(master=master, remote=remote, driver_java_options=jit.options)
     registry = CollectorRegistry()
     with staged_output(out_dir) as staging:
-        ctx = StageContext(spark=spark, telemetry_dir=telemetry_dir, out_dir=staging,  # type: ignore[arg-type]
-                           registry=registry, progress=progress, published_dir=out_dir, detail=detail)
         outputs = Outputs()
         with expressions_for(spark, inputs) as expressions:
             together = expressions.mode == "interpreted"
+            # a small run: side by side, and its clean JSON Lines inputs read in the driver
+            ctx = StageContext(spark=spark, telemetry_dir=telemetry_dir, out_dir=staging,  # type: ignore[arg-type]
+                               registry=registry, progress=progress, published_dir=out_dir, detail=detail,
+                               reads_in_driver=together)
             # a small run's shuffles in no more partitions than the task slots (None: unchanged)
             with partitions_for_slots(spark) if together else nullcontext() as partitions:
                 try:
@@ -142,7 +144,11 @@ def run_pipeline(
             else {"mode": "one after another", "reason": f"expressions {expressions.mode}"})
         if partitions is not None:
             stages["shuffle_partitions"] = partitions
-        choices = {"spark_expressions": expressions.as_dict(), "driver_jit": jit.as_dict(), "stages": stages}
+        reads = ({"mode": "in the driver", "reason": "a small run: clean JSON Lines inputs are read and "
+                  "checked in the driver, any other by Spark"} if together
+                 else {"mode": "Spark", "reason": f"expressions {expressions.mode}"})
+        choices = {"spark_expressions": expressions.as_dict(), "driver_jit": jit.as_dict(), "stages": stages,
+                   "input_reads": reads}
         summary = _summary(telemetry_dir, configs, out_dir, master, remote, started_at, elapsed, results,
                            progress, not_evaluated, choices)
         (staging / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n",

@@ -18,6 +18,9 @@ from quotaplane.core.errors import InputError
 from quotaplane.core.jsonl import read_records
 from quotaplane.core.records import RecordSchema
 
+#: Files Spark's text readers decompress by their suffix, which this reader does not read.
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".snappy", ".deflate", ".zip")
+
 
 def input_files(path: Path) -> list[Path]:
     """The files of an input: the file itself, or a folder's files; `InputError` when there is neither."""

@@ -12,7 +12,8 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from quotaplane.backlog.records import BACKLOG_SNAPSHOTS, DUPLICATE_REASON, PARENT_CONFLICT_REASON
-from quotaplane.core.spark.readers import REASON, ReadResult, read_telemetry, used_row
+from quotaplane.core.spark.driver_reads import read_input
+from quotaplane.core.spark.readers import REASON, ReadResult, used_row
 
 
 def duplicates() -> Column:
@@ -42,10 +43,11 @@ def with_group_rules(checked: DataFrame) -> DataFrame:
                                                   F.max(parent()).over(by_topic)))
 
 
-def read_rows(spark: SparkSession, path: str) -> ReadResult:
+def read_rows(spark: SparkSession, path: str, in_driver: bool = False) -> ReadResult:
     """Read the `backlog_snapshots` input at `path` with the reader's row rules only (the stage
-    applies the group rules in its own pass, `quotaplane.backlog.spark.evaluate`)."""
-    result = read_telemetry(spark, BACKLOG_SNAPSHOTS, path)
+    applies the group rules in its own pass, `quotaplane.backlog.spark.evaluate`); `in_driver`:
+    see `read_input`."""
+    result = read_input(spark, BACKLOG_SNAPSHOTS, path, in_driver=in_driver)
     return ReadResult(BACKLOG_SNAPSHOTS, path, result.checked, result.fmt, result.skipped)
 
 

@@ -60,7 +60,7 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
     rows: DataFrame | None = None
     try:
         with ctx.progress.step("backlog: read snapshots and check every tick"):
-            read = read_rows(ctx.spark, path)
+            read = read_rows(ctx.spark, path, ctx.reads_in_driver)
             rows = decided_rows(read.checked.select(*read.schema.field_names, REASON), policies)
             result = evaluation(rows.persist(StorageLevel.MEMORY_AND_DISK))
             start = time.perf_counter()

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from quotaplane.core.errors import ConfigError, InputError
-from quotaplane.core.telemetry_files import input_files
+from quotaplane.core.telemetry_files import COMPRESSED_SUFFIXES, input_files
 
 FACTORY_MODE = "spark.sql.codegen.factoryMode"
 #: Spark's default factory mode: generated code, interpreted where generating fails
@@ -32,7 +32,6 @@ INTERPRETED = "NO_CODEGEN"
 THRESHOLD = "spark.quotaplane.interpretedBelowRows"
 DEFAULT_INTERPRETED_BELOW_ROWS = 50_000
 
-_COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".snappy", ".deflate", ".zip")
 _CHUNK = 1 << 20
 
 
@@ -59,7 +58,7 @@ def count_rows(paths: Iterable[str], limit: int) -> int | None:
         except InputError:  # not a local file or folder
             return None
         for file in files:
-            if file.suffix.lower() in _COMPRESSED:
+            if file.suffix.lower() in COMPRESSED_SUFFIXES:
                 return None
             total += _parquet_rows(file) if file.suffix.lower() == ".parquet" else _lines(file, limit - total)
             if total >= limit:

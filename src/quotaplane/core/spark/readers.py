@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import glob as globlib
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -77,6 +77,8 @@ class ReadResult:
     checked: DataFrame  # every row, typed, with `_reason` (REASON; null when the row is used)
     fmt: str = ""  # the input's format, when known
     skipped: tuple[str, ...] = ()  # files of the input Spark does not read
+    # the typed rows when the driver read them, every one used (`driver_reads`); None when Spark reads
+    local: list[dict[str, Any]] | None = None
 
     @property
     def used(self) -> DataFrame:
@@ -94,20 +96,44 @@ class ReadResult:
         )
 
     def counts(self) -> ReadCounts:
-        """Count read/used/quarantined in one Spark action."""
-        return _count(self.checked, self.source, self.skipped)[0]
+        """Count read/used/quarantined in one Spark action (none when the driver read the rows)."""
+        return _count(self.checked, self.source, self.skipped, local=self.local)[0]
+
+
+@dataclass(frozen=True)
+class UsedAggregate:
+    """An aggregate of an input's used rows taken by its counting scan: the largest (`how` "max")
+    or smallest ("min") value of `field`, or with `null`, of whether `field` is null (None without
+    used rows)."""
+
+    how: Literal["max", "min"]
+    field: str
+    null: bool = False
+
+    def column(self) -> Column:
+        value = F.col(self.field).isNull() if self.null else F.col(self.field)
+        return (F.max if self.how == "max" else F.min)(F.when(used_row(), value))
+
+    def of(self, rows: list[dict[str, Any]]) -> Any:
+        """The same over rows the driver read (all used)."""
+        values = ((r[self.field] is None) if self.null else r[self.field] for r in rows)
+        return (max if self.how == "max" else min)((v for v in values if v is not None), default=None)
 
 
 def _count(checked: DataFrame, source: str, skipped: tuple[str, ...] = (),
-           over_used: Mapping[str, tuple[Callable[[Column], Column], str | Column]] | None = None
+           over_used: Mapping[str, UsedAggregate] | None = None, local: list[dict[str, Any]] | None = None
            ) -> tuple[ReadCounts, dict[str, Any]]:
-    """The counts, and each aggregate of `over_used` over the used rows, in one scan."""
-    extra = [agg(F.when(used_row(), F.col(column) if isinstance(column, str) else column)).alias(name)
-             for name, (agg, column) in (over_used or {}).items()]
+    """The counts, and each aggregate of `over_used` over the used rows, in one scan; from the
+    `local` rows without one."""
+    over_used = over_used or {}
+    if local is not None:
+        return (ReadCounts(source, len(local), len(local), 0, skipped),
+                {name: agg.of(local) for name, agg in over_used.items()})
+    extra = [agg.column().alias(name) for name, agg in over_used.items()]
     row = checked.agg(F.count(F.lit(1)).alias("read"), F.count(F.when(used_row(), 1)).alias("used"),
                       *extra).collect()[0]
     read, used = int(row["read"]), int(row["used"])
-    return ReadCounts(source, read, used, read - used, skipped), {n: row[n] for n in (over_used or {})}
+    return ReadCounts(source, read, used, read - used, skipped), {n: row[n] for n in over_used}
 
 
 # Files Spark and Hadoop write beside their data: not telemetry, never listed as skipped.
@@ -312,23 +338,22 @@ class CheckedInput:
 
 
 def check_once(read: ReadResult, quarantine_dir: Path | None, cache: bool | None = None,
-               over_used: Mapping[str, tuple[Callable[[Column], Column], str | Column]] | None = None
-               ) -> CheckedInput:
+               over_used: Mapping[str, UsedAggregate] | None = None) -> CheckedInput:
     """Count read/used/quarantined in one scan of `read`, and write the quarantined rows to
     `quarantine_dir` only when there are some (a stale quarantine from an earlier run into the same
     directory is removed). The rows keep `FILE_ID` and `POSITION` when they were read with them.
 
     With `cache` (by default: unless the input is Parquet) the typed rows are cached by that same
     scan, so later steps do not parse the text again; Parquet is cheaper to scan again than to
-    cache (measured in docs/performance.md). `over_used` names aggregates (`F.max`, a column or an
-    expression) of the used rows computed by the same scan (`CheckedInput.aggregates`: null when no
-    row is used)."""
-    cache = read.fmt != "parquet" if cache is None else cache
+    cache (measured in docs/performance.md). `over_used` names aggregates of the used rows
+    computed by the same scan (`CheckedInput.aggregates`: null when no row is used). Rows the
+    driver read (`ReadResult.local`) are counted and aggregated there, and not cached: no scan."""
+    cache = read.fmt != "parquet" and read.local is None if cache is None else cache
     where = [c for c in (FILE_ID, POSITION) if c in read.checked.columns]
     rows = read.checked.select(*read.schema.field_names, *where, REASON)
     if cache:
         rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
-    counts, aggregates = _count(rows, read.source, read.skipped, over_used)
+    counts, aggregates = _count(rows, read.source, read.skipped, over_used, read.local)
     if quarantine_dir is not None:
         if counts.quarantined:
             write_parquet(read.quarantined, quarantine_dir)

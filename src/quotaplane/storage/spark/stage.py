@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from quotaplane.core.policy import Input, Outputs, StageContext, StageResult
 from quotaplane.core.records import RecordSchema
-from quotaplane.core.spark.readers import CheckedInput, ReadCounts, check_once, read_telemetry
+from quotaplane.core.spark.driver_reads import read_input
+from quotaplane.core.spark.readers import CheckedInput, ReadCounts, UsedAggregate, check_once
 from quotaplane.core.spark.schemas import spark_schema
 from quotaplane.core.spark.side_by_side import side_by_side
 from quotaplane.core.spark.tables import read_written, write_parquet
@@ -58,10 +58,10 @@ def _read(ctx: StageContext) -> tuple[dict[str, DataFrame], list[ReadCounts], li
     def check(schema: RecordSchema, path: str) -> Callable[[], CheckedInput]:
         extra = None
         if schema is VOLUMES:  # their last time is the forecast's "as of"
-            extra = {LAST_VOLUME_TS: (F.max, "ts")}
+            extra = {LAST_VOLUME_TS: UsedAggregate("max", "ts")}
         elif schema is COLLECTION_ERRORS:
-            extra = {UNNAMED_ERRORS: (F.max, F.col("cluster").isNull())}
-        return lambda: check_once(read_telemetry(ctx.spark, schema, path),
+            extra = {UNNAMED_ERRORS: UsedAggregate("max", "cluster", null=True)}
+        return lambda: check_once(read_input(ctx.spark, schema, path, in_driver=ctx.reads_in_driver),
                                   ctx.out_dir / "quarantine" / schema.name, over_used=extra)
 
     checked = side_by_side(*(check(item.schema, path) for item, path in present)) if present else []

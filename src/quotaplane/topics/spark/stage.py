@@ -20,12 +20,12 @@ from __future__ import annotations
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from quotaplane.core.policy import Outputs, StageContext, StageResult
+from quotaplane.core.spark.driver_reads import read_input
 from quotaplane.core.spark.local_table import local_table
-from quotaplane.core.spark.readers import check_once, read_telemetry
+from quotaplane.core.spark.readers import UsedAggregate, check_once
 from quotaplane.core.spark.session import shuffle_partitions, task_slots, tasks_for
 from quotaplane.core.spark.side_by_side import side_by_side
 from quotaplane.core.spark.tables import read_written, write_parquet
@@ -72,8 +72,10 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
     with ctx.progress.step("topics: read produce requests"):
         # checked in one scan (a text input is cached: the requests are scanned again to judge them)
         # the first and last request's time by the same scan
-        checked = check_once(read_telemetry(ctx.spark, REQUESTS.schema, path), out / "quarantine" / INPUT,
-                             over_used={"first": (F.min, "ts_ms"), "as_of": (F.max, "ts_ms")})
+        read = read_input(ctx.spark, REQUESTS.schema, path, in_driver=ctx.reads_in_driver)
+        checked = check_once(read, out / "quarantine" / INPUT,
+                             over_used={"first": UsedAggregate("min", "ts_ms"),
+                                        "as_of": UsedAggregate("max", "ts_ms")})
         counts = checked.counts
         as_of = checked.aggregates["as_of"]
     write_parquet(_changes(ctx.spark, config), out / "topic_threshold_changes")
