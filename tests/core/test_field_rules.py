@@ -213,3 +213,15 @@ def test_the_probes_of_the_report_are_classified_alike(spark, tmp_path: Path) ->
     assert classes[b'\t\r {"t": 1, "n": 1}\t '][1]["n"] == 1
     assert b" \t\r " not in classes  # a blank line is no row
     assert all(classes[line] == (R.UNPARSABLE, None) for line in TERMINATED)
+
+
+@pytest.mark.spark
+def test_a_files_byte_order_mark_is_dropped_before_the_lines_rules(spark, tmp_path: Path) -> None:
+    # Spark's line reader (Hadoop's) drops a mark at the very start of a file; each line's rules
+    # then ignore one more at its start
+    marked = [b'\xef\xbb\xbf\xef\xbb\xbf{"t": 1, "n": 1}', b'\xef\xbb\xbf{"t": 2, "n": 2}',
+              b'\xef\xbb\xbf\xef\xbb\xbf{"t": 3, "n": 3}']
+    path = tmp_path / "marked.jsonl"
+    path.write_bytes(b"\n".join(marked) + b"\n")
+    assert_alike(spark, path, marked)
+    assert [problem for problem, _ in reference(path)] == [None, None, R.UNPARSABLE]

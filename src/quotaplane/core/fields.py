@@ -6,7 +6,8 @@ and reasons. tests/core/test_field_rules.py generates valid and invalid lines an
 requires both to classify every row the same way, with the same reason. The rules (docs/telemetry.md):
 
 A line (JSON Lines):
-- blank lines are skipped and not counted; a UTF-8 byte order mark at the start of a line is ignored;
+- blank lines are skipped and not counted; a UTF-8 byte order mark at the start of a line is ignored
+  (and one at the start of a file is dropped first, as Spark's line reader drops it: `read_lines`);
 - a line that is not valid UTF-8 is quarantined ("not UTF-8");
 - a line must be exactly one JSON text (RFC 8259: no NaN or Infinity literals, no trailing content)
   whose object keys are unique, else "unparsable record"; a JSON text that is not an object (an

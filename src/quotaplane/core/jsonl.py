@@ -15,16 +15,19 @@ from quotaplane.core.errors import InputError
 from quotaplane.core.fields import parse_line
 from quotaplane.core.records import RecordSchema
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
 
 def read_lines(path: str | Path) -> list[bytes]:
-    """The lines of a file as bytes, split as Spark's text reader splits them (at `\\n`, `\\r\\n`
-    or `\\r`); `InputError` when it cannot be read."""
+    """The lines of a file as bytes, as Spark's text reader (Hadoop's line reader) gives them: a
+    UTF-8 byte order mark at the start of the file dropped, then split at `\\n`, `\\r\\n` or `\\r`;
+    `InputError` when it cannot be read."""
     file = Path(path)
     try:
         data = file.read_bytes()
     except OSError as exc:
         raise InputError(str(file), "(file)", str(file), f"cannot read: {exc.strerror}") from exc
-    return re.split(rb"\r\n|\r|\n", data)
+    return re.split(rb"\r\n|\r|\n", data.removeprefix(UTF8_BOM))
 
 
 def json_objects(lines: Iterable[bytes | str], source: str) -> Iterator[tuple[int, str, dict[str, Any]]]:

@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from quotaplane.core.errors import InputError
-from quotaplane.core.fields import BOM, parse_line
+from quotaplane.core.fields import parse_line
 from quotaplane.core.jsonl import read_lines
 from quotaplane.core.records import RecordSchema
 from quotaplane.core.spark.readers import (
@@ -77,9 +77,7 @@ def read_in_driver(spark: SparkSession, schema: RecordSchema, path: str,
                 typed.append(schema.coerce_record(record, f"{file}:{number + 1}"))
             except InputError:
                 return None
-            text = raw.decode("utf-8")
-            # Hadoop's line reader drops a byte order mark at the start of a file, not on later lines
-            texts.append(text[1:] if number == 0 and text.startswith(BOM) else text)
+            texts.append(raw.decode("utf-8"))  # as Spark's line reader gives it (`read_lines`)
             positions.append(number)
     columns = {f.name: pa.array([r[f.name] for r in typed], type=_ARROW[type(spark_type(f))])
                for f in schema.fields}
