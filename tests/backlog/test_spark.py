@@ -64,7 +64,7 @@ def test_the_stage_lists_the_files_spark_does_not_read(spark, tmp_path: Path) ->
     _, result, _ = run_policy_stage(spark, BacklogPolicy(), folder.parent, tmp_path / "out",
                                     RunConfigs(backlog_policies=tmp_path / "policies.json"))
     assert result.summary["input"] == {"input": str(folder), "read": 1, "used": 1, "quarantined": 0,
-                                       "skipped": [str(folder / "_late.jsonl")]}
+                                       "reader": "spark", "skipped": [str(folder / "_late.jsonl")]}
 
 
 @pytest.mark.spark
@@ -76,7 +76,7 @@ def test_the_stage_writes_tables_metrics_and_report(spark, telemetry: Path, tmp_
     s = result.summary
     assert (s["checks"], s["ticks"], s["topics"], s["size_exceeded"], s["size_evictions"]) == (2, 2, 1, 2, 2)
     assert s["input"] == {"input": str(telemetry / "backlog_snapshots.jsonl"), "read": 8, "used": 3,
-                          "quarantined": 5}
+                          "quarantined": 5, "reader": "spark"}
     checks = spark.read.parquet(str(out / "backlog_checks")).orderBy("ts_ms").collect()
     assert [(r.ts_ms, r.oldest_subscription, r.exceeded, r.size_evictions_total) for r in checks] == [
         (100_000, "s", "size", 1), (200_000, "s", "size", 2)]

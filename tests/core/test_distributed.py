@@ -39,6 +39,7 @@ def local_run(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.D
         spark.conf.unset(THRESHOLD)
     assert outcome.summary["run"]["spark_expressions"]["mode"] == "generated"  # type: ignore[index]
     assert outcome.summary["run"]["stages"]["mode"] == "one after another"  # type: ignore[index]
+    assert {i["reader"] for i in outcome.summary["inputs"]} == {"spark"}  # type: ignore[union-attr]
     tables = decision_tables(out)
     assert tables, "the local run wrote no decision tables"
     return tables
@@ -54,6 +55,9 @@ def assert_same_tables(expected: dict[str, pd.DataFrame], out: Path, jit: str,
     assert run["stages"]["mode"] == "side by side"
     assert run["stages"].get("shuffle_partitions") == partitions
     assert run["driver_jit"]["mode"] == jit
+    # the example's inputs are clean JSON Lines: each read in the driver
+    inputs = json.loads((out / "summary.json").read_text())["inputs"]
+    assert run["input_reads"]["mode"] == "in the driver" and {i["reader"] for i in inputs} == {"driver"}
 
 
 def test_standalone_cluster_with_two_workers_decides_like_local(local_run, tmp_path: Path) -> None:

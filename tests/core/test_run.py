@@ -35,6 +35,7 @@ from quotaplane.core.spark.readers import ReadCounts
 from tests.support.fake_spark import FakeSpark
 
 CALLS: list[str] = []
+READS: list[bool] = []  # `ctx.reads_in_driver` as each FakePolicy stage saw it
 RECORD = RecordSchema("fake", (Field("ts", "time_ms"),))
 
 
@@ -61,6 +62,7 @@ class FakePolicy(Policy[str]):
     def run_stage(self, ctx: StageContext, config: str, outputs: Outputs) -> StageResult:
         CALLS.append(self.name)
         CALLS.append(ctx.spark.conf.get(FACTORY_MODE, GENERATED))
+        READS.append(ctx.reads_in_driver)
         path = ctx.find_input("volumes")
         assert path is not None and config == "configured"
         Gauge("fake_gauge", "a test gauge", registry=ctx.registry).set(0.5)
@@ -118,6 +120,7 @@ BARRIER = threading.Barrier(1)
 @pytest.fixture
 def telemetry(tmp_path: Path) -> Path:
     CALLS.clear()
+    READS.clear()
     telemetry = tmp_path / "telemetry"
     (telemetry / "volumes").mkdir(parents=True)
     (telemetry / "volumes" / "part-0.jsonl").write_text("{}\n")
@@ -248,6 +251,8 @@ def test_a_small_run_evaluates_its_expressions_interpreted(telemetry: Path, tmp_
     assert spark.conf.get(FACTORY_MODE, GENERATED) == GENERATED  # and restored after
     assert outcome.summary["run"]["spark_expressions"] == {  # type: ignore[index]
         "mode": "interpreted", "reason": f"1 input rows, fewer than {THRESHOLD}=50000"}
+    assert outcome.summary["run"]["input_reads"]["mode"] == "in the driver"  # type: ignore[index]
+    assert READS == [True]  # the stage was told
 
 
 def test_the_rows_of_every_input_a_run_reads_choose_its_expressions(telemetry: Path, tmp_path: Path) -> None:
@@ -257,6 +262,8 @@ def test_the_rows_of_every_input_a_run_reads_choose_its_expressions(telemetry: P
                                       tmp_path / "out", [FakePolicy()], stream=None, spark=spark)
     assert CALLS == ["fake", GENERATED]
     assert outcome.summary["run"]["spark_expressions"]["mode"] == "generated"  # type: ignore[index]
+    assert outcome.summary["run"]["input_reads"]["mode"] == "Spark"  # type: ignore[index]
+    assert READS == [False]
     assert run_module.stage_inputs(telemetry, [FakePolicy(), ConsumerPolicy()]) == [
         str(telemetry / "extra.jsonl"), str(telemetry / "volumes")]
 

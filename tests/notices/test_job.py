@@ -67,7 +67,7 @@ def test_stage_writes_the_reference_tables_metrics_summary_and_report(spark, tmp
                       label="notice_comparison")
     summary = result.summary
     assert summary["input"] == {"input": str(tmp_path / "telemetry" / "producer_traffic.jsonl"), "read": 401,
-                                "used": 400, "quarantined": 1}
+                                "used": 400, "quarantined": 1, "reader": "spark"}
     assert summary["notices"] == len(expected)
     assert summary["connection_paused_ms_without_notices"] == sum(
         n.connection_paused_ms_without_notices for n in expected)

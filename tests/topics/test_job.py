@@ -53,7 +53,7 @@ def test_stage_writes_tables_metrics_summary_and_report(spark, tmp_path: Path, t
     assert counts["throttled"] > 0 and counts["error"] == 1
     summary = result.summary
     assert summary["input"] == {"input": str(tmp_path / "telemetry" / "topic_requests.jsonl"), "read": 81,
-                                "used": 80, "quarantined": 1}
+                                "used": 80, "quarantined": 1, "reader": "spark"}
     assert (summary["accepted_requests"], summary["throttled_requests"], summary["error_requests"]) == (
         counts["accepted"], counts["throttled"], counts["error"])
     assert summary["brokers"] == 2 and summary["threshold_changes_rejected"] == 1

@@ -145,7 +145,7 @@ def run_pipeline(
         if partitions is not None:
             stages["shuffle_partitions"] = partitions
         reads = ({"mode": "in the driver", "reason": "a small run: clean JSON Lines inputs are read and "
-                  "checked in the driver, any other by Spark"} if together
+                  "checked in the driver, any other by Spark (each input's reader)"} if together
                  else {"mode": "Spark", "reason": f"expressions {expressions.mode}"})
         choices = {"spark_expressions": expressions.as_dict(), "driver_jit": jit.as_dict(), "stages": stages,
                    "input_reads": reads}

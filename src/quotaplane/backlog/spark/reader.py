@@ -47,8 +47,7 @@ def read_rows(spark: SparkSession, path: str, in_driver: bool = False) -> ReadRe
     """Read the `backlog_snapshots` input at `path` with the reader's row rules only (the stage
     applies the group rules in its own pass, `quotaplane.backlog.spark.evaluate`); `in_driver`:
     see `read_input`."""
-    result = read_input(spark, BACKLOG_SNAPSHOTS, path, in_driver=in_driver)
-    return ReadResult(BACKLOG_SNAPSHOTS, path, result.checked, result.fmt, result.skipped)
+    return read_input(spark, BACKLOG_SNAPSHOTS, path, in_driver=in_driver)
 
 
 def with_group_reasons(result: ReadResult) -> ReadResult:

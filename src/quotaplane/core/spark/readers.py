@@ -47,17 +47,19 @@ _SUFFIX_FORMAT = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv
 @dataclass
 class ReadCounts:
     """How many rows an input had, and where they went; `skipped`: files of the input that were
-    not read (hidden files, see `hidden_files`)."""
+    not read (hidden files, see `hidden_files`); `reader`: who read and checked it, "spark" or
+    "driver" (`driver_reads`)."""
 
     input: str
     read: int
     used: int
     quarantined: int
     skipped: tuple[str, ...] = ()
+    reader: str = "spark"
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"input": self.input, "read": self.read, "used": self.used,
-                                  "quarantined": self.quarantined}
+                                  "quarantined": self.quarantined, "reader": self.reader}
         if self.skipped:
             out["skipped"] = list(self.skipped)
         return out
@@ -127,7 +129,7 @@ def _count(checked: DataFrame, source: str, skipped: tuple[str, ...] = (),
     `local` rows without one."""
     over_used = over_used or {}
     if local is not None:
-        return (ReadCounts(source, len(local), len(local), 0, skipped),
+        return (ReadCounts(source, len(local), len(local), 0, skipped, "driver"),
                 {name: agg.of(local) for name, agg in over_used.items()})
     extra = [agg.column().alias(name) for name, agg in over_used.items()]
     row = checked.agg(F.count(F.lit(1)).alias("read"), F.count(F.when(used_row(), 1)).alias("used"),
