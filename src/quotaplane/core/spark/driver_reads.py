@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from quotaplane.core.errors import InputError
 from quotaplane.core.fields import parse_line
@@ -40,9 +41,6 @@ from quotaplane.core.spark.readers import (
 )
 from quotaplane.core.spark.schemas import spark_type
 from quotaplane.core.telemetry_files import COMPRESSED_SUFFIXES, input_files
-
-_ARROW = {T.LongType: pa.int64(), T.DoubleType: pa.float64(), T.BooleanType: pa.bool_(),
-          T.StringType: pa.string()}
 
 
 def read_input(spark: SparkSession, schema: RecordSchema, path: str, *, in_driver: bool,
@@ -79,18 +77,18 @@ def read_in_driver(spark: SparkSession, schema: RecordSchema, path: str,
                 return None
             texts.append(raw.decode("utf-8"))  # as Spark's line reader gives it (`read_lines`)
             positions.append(number)
-    columns = {f.name: pa.array([r[f.name] for r in typed], type=_ARROW[type(spark_type(f))])
-               for f in schema.fields}
-    types = [T.StructField(f.name, spark_type(f)) for f in schema.fields]  # nullable, as Spark's checks give
-    columns["_row"] = pa.array(texts, type=pa.string())
-    types.append(T.StructField("_row", T.StringType()))
+    # every field nullable, as Spark's checks give them; the positions never null, as Spark's
+    fields = [T.StructField(f.name, spark_type(f)) for f in schema.fields]
+    columns: dict[str, list[Any]] = {f.name: [r[f.name] for r in typed] for f in schema.fields}
+    fields.append(T.StructField("_row", T.StringType()))
+    columns["_row"] = texts
     if position:
-        columns[FILE_ID] = pa.array([0] * len(typed), type=pa.int64())
-        columns[POSITION] = pa.array(positions, type=pa.int64())
-        types += [T.StructField(FILE_ID, T.LongType(), False), T.StructField(POSITION, T.LongType(), False)]
-    columns[REASON] = pa.nulls(len(typed), type=pa.string())
-    types.append(T.StructField(REASON, T.StringType()))
-    frame = spark.createDataFrame(pa.table(columns), T.StructType(types))
+        fields += [T.StructField(FILE_ID, T.LongType(), False), T.StructField(POSITION, T.LongType(), False)]
+        columns[FILE_ID], columns[POSITION] = [0] * len(typed), positions
+    fields.append(T.StructField(REASON, T.StringType()))
+    columns[REASON] = [None] * len(typed)
+    struct = T.StructType(fields)
+    frame = spark.createDataFrame(pa.table(columns, schema=to_arrow_schema(struct)), struct)
     return ReadResult(schema, path, frame, "jsonl", hidden_files(path), local=typed)
 
 
