@@ -2,7 +2,7 @@
 the same semantics must do, where the bare job (`benchmarks.baseline`) does less than that.
 
 The bare job groups each input by the policy's key and time bucket, so Spark pre-aggregates a bucket's
-rows before the shuffle: only one small row per bucket and task crosses it. Three policies cannot
+rows before the shuffle: only one small row per bucket and task crosses it. These policies cannot
 do that, and their floors show what that costs:
 
 - storage: whether a volume row counts depends on the other rows of its collection round (a second
@@ -16,11 +16,17 @@ do that, and their floors show what that costs:
   crosses one shuffle by broker into one Python group per broker, in time order, and comes back as a
   decision row. The floor's group sorts the broker's rows by time and returns each with the broker's
   running bytes (`numpy.cumsum`), a row per request written.
+- clients: the sampled rates and token buckets are sequential per (broker, quota type, metric tags),
+  and every request gets its decision, so every request crosses one shuffle by broker into one
+  Python group per broker. The floor's group orders the broker's rows by (quota type, user, client
+  id, time), with the names as codes (`pandas.factorize`) and one `numpy.lexsort`, and returns each
+  with the running value of its (quota type, user, client id), a row per request written. It stands
+  for the metric tags the quota configuration resolves, which the stage works out once per distinct
+  (type, user, client id).
 - backlog: every snapshot crosses one shuffle by topic and one sort by (topic, tick, subscription);
   the floor takes the tick's largest backlog and a running count of ticks over a size limit with two
   windows in that order, and writes a row per (tick, topic).
 
-Clients have no floor here: their decisions are already within the target of the bare job.
 """
 
 from __future__ import annotations
@@ -90,6 +96,27 @@ def _running_bytes(key: str, columns: tuple[str, ...]) -> Callable[[SparkSession
     return floor
 
 
+def _running_value_per_tags(pdf: pd.DataFrame) -> pd.DataFrame:
+    """A broker's requests ordered by (quota type, user, client id, time), each with the running
+    value of its (quota type, user, client id)."""
+    codes = [pd.factorize(pdf[name])[0] for name in ("quota_type", "user", "client_id")]
+    order = np.lexsort((pdf["ts_ms"].to_numpy(np.int64), *reversed(codes)))
+    out = pdf.iloc[order].reset_index(drop=True)
+    tags = np.stack([c[order] for c in codes])
+    starts = np.flatnonzero(np.r_[True, (tags[:, 1:] != tags[:, :-1]).any(axis=0)])
+    running = np.cumsum(out["value"].to_numpy(np.float64))
+    before = np.r_[0.0, running][starts]  # the running sum before each (type, user, client id) begins
+    out["running_value"] = running - np.repeat(before, np.diff(np.r_[starts, len(out)]))
+    return out
+
+
+def clients_floor(spark: SparkSession, paths: Paths, manifest: dict[str, Any]) -> DataFrame:
+    df = spark.read.parquet(paths["client_requests"]).select(
+        "broker_id", "ts_ms", "quota_type", "user", "client_id", "value")
+    schema = T.StructType([*df.schema.fields, T.StructField("running_value", T.DoubleType(), False)])
+    return df.groupBy("broker_id").applyInPandas(_running_value_per_tags, schema)
+
+
 _TOPICS = _running_bytes("broker_id", ("ts_ms", "topic", "bytes"))
 _NOTICES = _running_bytes("broker", ("ts_ms", "topic", "bytes", "messages"))
 BACKLOG_LIMIT_BYTES = 10 * 2**20  # the floor's size limit: any constant does the same work
@@ -111,6 +138,7 @@ def backlog_floor(spark: SparkSession, paths: Paths, manifest: dict[str, Any]) -
 # policy -> its floor: (session, input paths, dataset manifest) -> the table to write
 FLOORS: dict[str, Callable[[SparkSession, Paths, dict[str, Any]], DataFrame]] = {
     "storage": storage_floor,
+    "clients": clients_floor,
     "topics": lambda spark, paths, _: _TOPICS(spark, paths["topic_requests"]),
     "notices": lambda spark, paths, _: _NOTICES(spark, paths["producer_traffic"]),
     "backlog": backlog_floor,

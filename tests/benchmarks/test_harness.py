@@ -7,12 +7,13 @@ from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from benchmarks import configs, docs, reference, results, stages
+from benchmarks import configs, docs, floors, reference, results, stages
 from benchmarks import run as run_module
 from benchmarks.datasets import ensure
 from benchmarks.fit import linear_fit
@@ -307,7 +308,8 @@ def test_the_floor_job_is_judged_like_the_bare_job_where_a_policy_has_one() -> N
 
 @pytest.mark.spark
 def test_floor_jobs_write_a_row_per_round_and_per_check(spark: object, tmp_path: Path) -> None:
-    """storage: a row per (cluster, round) of its three inputs; backlog: a row per (tick, topic)."""
+    """storage: a row per (cluster, round) of its three inputs; backlog: a row per (tick, topic);
+    clients: a row per request."""
     dataset = ensure(QUICK, 1.0, tmp_path / "data")
     for policy, keys in (("storage", ("cluster", "poll_id")), ("backlog", ("topic", "ts_ms"))):
         spec = POLICIES[policy]
@@ -318,7 +320,22 @@ def test_floor_jobs_write_a_row_per_round_and_per_check(spark: object, tmp_path:
             table = ds.dataset(stages.input_path(dataset, kind)).to_table(columns=list(keys))
             expected |= set(zip(*(table.column(k).to_pylist() for k in keys), strict=True))
         assert run.output_rows == len(expected) > 0, policy
-    assert stages.run_floor(spark, POLICIES["clients"], dataset, tmp_path / "clients") is None  # type: ignore[arg-type]
+    clients = stages.run_floor(spark, POLICIES["clients"], dataset, tmp_path / "clients")  # type: ignore[arg-type]
+    assert clients is not None
+    assert clients.output_rows == ds.dataset(stages.input_path(dataset, "client_requests")).count_rows() > 0
+
+
+def test_the_clients_floor_runs_each_requests_value_per_type_user_and_client() -> None:
+    requests = pd.DataFrame({
+        "broker_id": [1] * 6, "ts_ms": [30, 10, 20, 10, 5, 40],
+        "quota_type": ["produce", "produce", "fetch", "produce", "produce", "produce"],
+        "user": ["a", "a", "a", "a", "b", "a"], "client_id": ["c", "c", "c", "d", "c", "c"],
+        "value": [3.0, 1.0, 7.0, 10.0, 100.0, 5.0]})
+    out = floors._running_value_per_tags(requests)
+    assert list(zip(out["quota_type"], out["user"], out["client_id"], out["ts_ms"], out["running_value"],
+                    strict=True)) == [
+        ("produce", "a", "c", 10, 1.0), ("produce", "a", "c", 30, 4.0), ("produce", "a", "c", 40, 9.0),
+        ("produce", "a", "d", 10, 10.0), ("produce", "b", "c", 5, 100.0), ("fetch", "a", "c", 20, 7.0)]
 
 
 def test_readers_benchmark_checks_both_inputs_whole_and_restores_the_expression_mode(
