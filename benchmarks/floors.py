@@ -26,7 +26,6 @@ do that, and their floors show what that costs:
 - backlog: every snapshot crosses one shuffle by topic and one sort by (topic, tick, subscription);
   the floor takes the tick's largest backlog and a running count of ticks over a size limit with two
   windows in that order, and writes a row per (tick, topic).
-
 """
 
 from __future__ import annotations
