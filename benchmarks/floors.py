@@ -79,45 +79,40 @@ def storage_floor(spark: SparkSession, paths: Paths, manifest: dict[str, Any]) -
         over_active(F.min, F.col("fraction")).alias("lowest_fraction"))
 
 
-def _running_bytes(key: str, columns: tuple[str, ...]) -> Callable[[SparkSession, str], DataFrame]:
-    """Every row into its `key`'s Python group, in time order, back with the key's running bytes."""
-    def group(pdf: pd.DataFrame) -> pd.DataFrame:
-        order = np.argsort(pdf["ts_ms"].to_numpy(np.int64), kind="stable")
-        out = pdf.iloc[order].reset_index(drop=True)
-        out["running_bytes"] = np.cumsum(out["bytes"].to_numpy(np.int64))
-        return out
+def running_in_order(pdf: pd.DataFrame, amount: str, per: tuple[str, ...] = ()) -> pd.DataFrame:
+    """One key's rows ordered by (`per`, time), each with the running sum of `amount` over the rows
+    of its `per` values so far (`running_<amount>`; over the whole group without `per`). The names
+    in `per` are ordered as codes (`pandas.factorize`), the rows with one `numpy.lexsort`."""
+    codes = [pd.factorize(pdf[name])[0] for name in per]
+    order = np.lexsort((pdf["ts_ms"].to_numpy(np.int64), *reversed(codes)))
+    out = pdf.iloc[order].reset_index(drop=True)
+    running = np.cumsum(out[amount].to_numpy())
+    if per:
+        tags = np.stack([c[order] for c in codes])
+        starts = np.flatnonzero(np.r_[True, (tags[:, 1:] != tags[:, :-1]).any(axis=0)])
+        before = np.r_[0, running][starts]  # the running sum before each run of `per` values begins
+        running = running - np.repeat(before, np.diff(np.r_[starts, len(out)]))
+    out[f"running_{amount}"] = running
+    return out
 
+
+def _running(key: str, columns: tuple[str, ...], amount: str, per: tuple[str, ...] = ()
+             ) -> Callable[[SparkSession, str], DataFrame]:
+    """Every row into its `key`'s Python group, back in order with its running `amount`
+    (`running_in_order`)."""
     def floor(spark: SparkSession, path: str) -> DataFrame:
         df = spark.read.parquet(path).select(key, *columns)
-        schema = T.StructType([*df.schema.fields, T.StructField("running_bytes", T.LongType(), False)])
-        return df.groupBy(key).applyInPandas(group, schema)
+        running = T.StructField(f"running_{amount}", df.schema[amount].dataType, False)
+        return df.groupBy(key).applyInPandas(lambda pdf: running_in_order(pdf, amount, per),
+                                             T.StructType([*df.schema.fields, running]))
 
     return floor
 
 
-def _running_value_per_tags(pdf: pd.DataFrame) -> pd.DataFrame:
-    """A broker's requests ordered by (quota type, user, client id, time), each with the running
-    value of its (quota type, user, client id)."""
-    codes = [pd.factorize(pdf[name])[0] for name in ("quota_type", "user", "client_id")]
-    order = np.lexsort((pdf["ts_ms"].to_numpy(np.int64), *reversed(codes)))
-    out = pdf.iloc[order].reset_index(drop=True)
-    tags = np.stack([c[order] for c in codes])
-    starts = np.flatnonzero(np.r_[True, (tags[:, 1:] != tags[:, :-1]).any(axis=0)])
-    running = np.cumsum(out["value"].to_numpy(np.float64))
-    before = np.r_[0.0, running][starts]  # the running sum before each (type, user, client id) begins
-    out["running_value"] = running - np.repeat(before, np.diff(np.r_[starts, len(out)]))
-    return out
-
-
-def clients_floor(spark: SparkSession, paths: Paths, manifest: dict[str, Any]) -> DataFrame:
-    df = spark.read.parquet(paths["client_requests"]).select(
-        "broker_id", "ts_ms", "quota_type", "user", "client_id", "value")
-    schema = T.StructType([*df.schema.fields, T.StructField("running_value", T.DoubleType(), False)])
-    return df.groupBy("broker_id").applyInPandas(_running_value_per_tags, schema)
-
-
-_TOPICS = _running_bytes("broker_id", ("ts_ms", "topic", "bytes"))
-_NOTICES = _running_bytes("broker", ("ts_ms", "topic", "bytes", "messages"))
+_TOPICS = _running("broker_id", ("ts_ms", "topic", "bytes"), "bytes")
+_NOTICES = _running("broker", ("ts_ms", "topic", "bytes", "messages"), "bytes")
+_CLIENTS = _running("broker_id", ("ts_ms", "quota_type", "user", "client_id", "value"), "value",
+                    per=("quota_type", "user", "client_id"))
 BACKLOG_LIMIT_BYTES = 10 * 2**20  # the floor's size limit: any constant does the same work
 
 
@@ -137,7 +132,7 @@ def backlog_floor(spark: SparkSession, paths: Paths, manifest: dict[str, Any]) -
 # policy -> its floor: (session, input paths, dataset manifest) -> the table to write
 FLOORS: dict[str, Callable[[SparkSession, Paths, dict[str, Any]], DataFrame]] = {
     "storage": storage_floor,
-    "clients": clients_floor,
+    "clients": lambda spark, paths, _: _CLIENTS(spark, paths["client_requests"]),
     "topics": lambda spark, paths, _: _TOPICS(spark, paths["topic_requests"]),
     "notices": lambda spark, paths, _: _NOTICES(spark, paths["producer_traffic"]),
     "backlog": backlog_floor,

@@ -331,11 +331,15 @@ def test_the_clients_floor_runs_each_requests_value_per_type_user_and_client() -
         "quota_type": ["produce", "produce", "fetch", "produce", "produce", "produce"],
         "user": ["a", "a", "a", "a", "b", "a"], "client_id": ["c", "c", "c", "d", "c", "c"],
         "value": [3.0, 1.0, 7.0, 10.0, 100.0, 5.0]})
-    out = floors._running_value_per_tags(requests)
+    out = floors.running_in_order(requests, "value", ("quota_type", "user", "client_id"))
     assert list(zip(out["quota_type"], out["user"], out["client_id"], out["ts_ms"], out["running_value"],
                     strict=True)) == [
         ("produce", "a", "c", 10, 1.0), ("produce", "a", "c", 30, 4.0), ("produce", "a", "c", 40, 9.0),
         ("produce", "a", "d", 10, 10.0), ("produce", "b", "c", 5, 100.0), ("fetch", "a", "c", 20, 7.0)]
+    # the topics' and notices' floors: the whole broker's running sum, in time order
+    whole = floors.running_in_order(requests.assign(bytes=[3, 1, 7, 10, 100, 5]), "bytes")
+    assert list(whole["ts_ms"]) == [5, 10, 10, 20, 30, 40]
+    assert list(whole["running_bytes"]) == [100, 101, 111, 118, 121, 126]
 
 
 def test_readers_benchmark_checks_both_inputs_whole_and_restores_the_expression_mode(
