@@ -325,7 +325,7 @@ def test_floor_jobs_write_a_row_per_round_and_per_check(spark: object, tmp_path:
     assert clients.output_rows == ds.dataset(stages.input_path(dataset, "client_requests")).count_rows() > 0
 
 
-def test_the_clients_floor_runs_each_requests_value_per_type_user_and_client() -> None:
+def test_the_running_sum_floors_run_per_names_in_time_order() -> None:
     requests = pd.DataFrame({
         "broker_id": [1] * 6, "ts_ms": [30, 10, 20, 10, 5, 40],
         "quota_type": ["produce", "produce", "fetch", "produce", "produce", "produce"],
