@@ -12,8 +12,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from quotaplane.backlog.records import BACKLOG_SNAPSHOTS, DUPLICATE_REASON, PARENT_CONFLICT_REASON
-from quotaplane.core.spark.driver_reads import read_input
-from quotaplane.core.spark.readers import REASON, ReadResult, used_row
+from quotaplane.core.spark.readers import REASON, ReadResult, read_telemetry, used_row
 
 
 def duplicates() -> Column:
@@ -43,13 +42,6 @@ def with_group_rules(checked: DataFrame) -> DataFrame:
                                                   F.max(parent()).over(by_topic)))
 
 
-def read_rows(spark: SparkSession, path: str, in_driver: bool = False) -> ReadResult:
-    """Read the `backlog_snapshots` input at `path` with the reader's row rules only (the stage
-    applies the group rules in its own pass, `quotaplane.backlog.spark.evaluate`); `in_driver`:
-    see `read_input`."""
-    return read_input(spark, BACKLOG_SNAPSHOTS, path, in_driver=in_driver)
-
-
 def with_group_reasons(result: ReadResult) -> ReadResult:
     """`result` with the group rules applied too (its `used`, `quarantined` and `counts()` cover both)."""
     checked = with_group_rules(result.checked)
@@ -59,4 +51,4 @@ def with_group_reasons(result: ReadResult) -> ReadResult:
 def read_snapshots(spark: SparkSession, path: str) -> ReadResult:
     """Read and check the `backlog_snapshots` input at `path`: the reader's rules, then the group
     rules (its `used`, `quarantined` and `counts()` cover both)."""
-    return with_group_reasons(read_rows(spark, path))
+    return with_group_reasons(read_telemetry(spark, BACKLOG_SNAPSHOTS, path))

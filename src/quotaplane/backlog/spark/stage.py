@@ -38,12 +38,14 @@ from quotaplane.backlog.config import BacklogPolicies
 from quotaplane.backlog.engine.stats import broker_evictions, namespace_metrics
 from quotaplane.backlog.metrics import BacklogMetrics
 from quotaplane.backlog.outputs import BacklogChecks
+from quotaplane.backlog.records import BACKLOG_SNAPSHOTS
 from quotaplane.backlog.report import build_sections
 from quotaplane.backlog.spark import topics as T
 from quotaplane.backlog.spark.evaluate import decided_rows, evaluation
-from quotaplane.backlog.spark.reader import read_rows, with_group_reasons
+from quotaplane.backlog.spark.reader import with_group_reasons
 from quotaplane.backlog.spark.report_data import PLOTTED_TOPICS, report_data, series, tick_count, topic_table
 from quotaplane.core.policy import Outputs, StageContext, StageResult
+from quotaplane.core.spark.driver_reads import read_run_input
 from quotaplane.core.spark.local_table import local_table
 from quotaplane.core.spark.readers import REASON, ReadCounts, ReadResult
 from quotaplane.core.spark.side_by_side import side_by_side
@@ -60,7 +62,7 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
     rows: DataFrame | None = None
     try:
         with ctx.progress.step("backlog: read snapshots and check every tick"):
-            read = read_rows(ctx.spark, path, ctx.reads_in_driver)
+            read = read_run_input(ctx, BACKLOG_SNAPSHOTS, path)
             rows = decided_rows(read.checked.select(*read.schema.field_names, REASON), policies)
             result = evaluation(rows.persist(StorageLevel.MEMORY_AND_DISK))
             start = time.perf_counter()

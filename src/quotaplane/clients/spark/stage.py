@@ -45,7 +45,7 @@ from quotaplane.clients.spark.intervals import (
 )
 from quotaplane.clients.spark.partition import output_schema
 from quotaplane.core.policy import StageContext, StageResult
-from quotaplane.core.spark.driver_reads import read_input
+from quotaplane.core.spark.driver_reads import read_run_input
 from quotaplane.core.spark.readers import FILE_ID, POSITION, check_once
 from quotaplane.core.spark.session import shuffle_partitions
 from quotaplane.core.spark.tables import write_parquet
@@ -90,7 +90,7 @@ def run_stage(ctx: StageContext, run_config: ClientsRunConfig,
         # each row's file and position break ties between requests of one sharing group at the
         # same millisecond (`_file`, `_row`). Checked in one scan; text inputs are cached, Parquet
         # is scanned again
-        read = read_input(spark, CLIENT_REQUESTS, path, in_driver=ctx.reads_in_driver, position=True)
+        read = read_run_input(ctx, CLIENT_REQUESTS, path, position=True)
         checked = check_once(read, out / "quarantine" / CLIENT_REQUESTS.name)
         counts = checked.counts
 

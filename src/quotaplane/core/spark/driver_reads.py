@@ -29,6 +29,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from quotaplane.core.errors import InputError
 from quotaplane.core.fields import parse_line
 from quotaplane.core.jsonl import read_lines
+from quotaplane.core.policy import StageContext
 from quotaplane.core.records import RecordSchema
 from quotaplane.core.spark.readers import (
     FILE_ID,
@@ -52,6 +53,12 @@ def read_input(spark: SparkSession, schema: RecordSchema, path: str, *, in_drive
         if local is not None:
             return local
     return read_telemetry(spark, schema, path, position=position)
+
+
+def read_run_input(ctx: StageContext, schema: RecordSchema, path: str, position: bool = False) -> ReadResult:
+    """An input of the run, read as the run reads its inputs: in the driver when it is a small run
+    (`ctx.reads_in_driver`) and the input can be (`read_input`)."""
+    return read_input(ctx.spark, schema, path, in_driver=ctx.reads_in_driver, position=position)
 
 
 def read_in_driver(spark: SparkSession, schema: RecordSchema, path: str,

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from quotaplane.backlog.outputs import BacklogChecks
 from quotaplane.core.policy import Outputs, StageContext, StageResult
-from quotaplane.core.spark.driver_reads import read_input
+from quotaplane.core.spark.driver_reads import read_run_input
 from quotaplane.core.spark.readers import ReadCounts, check_once
 from quotaplane.core.spark.tables import read_written, write_parquet
 from quotaplane.forecast.config import ForecastConfig
@@ -57,7 +57,7 @@ def _volume_forecasts(ctx: StageContext, config: ForecastConfig,
     path = ctx.find_input("volumes")
     if config.storage is None or path is None:
         return [], [], {}
-    volumes = read_input(ctx.spark, VOLUMES, path, in_driver=ctx.reads_in_driver).used
+    volumes = read_run_input(ctx, VOLUMES, path).used
     last = outputs.get(LastVolumeTime)  # the storage stage read the same volumes
     at_ms = last.ts_ms if last is not None else _last_ts(volumes, "ts")
     if at_ms is None:
@@ -67,8 +67,8 @@ def _volume_forecasts(ctx: StageContext, config: ForecastConfig,
     checked = None
     sizes_path = ctx.find_input("partition_sizes")
     if sizes_path is not None:
-        sizes_read = read_input(ctx.spark, PARTITION_SIZES, sizes_path, in_driver=ctx.reads_in_driver)
-        checked = check_once(sizes_read, ctx.out_dir / "quarantine" / PARTITION_SIZES.name)
+        checked = check_once(read_run_input(ctx, PARTITION_SIZES, sizes_path),
+                             ctx.out_dir / "quarantine" / PARTITION_SIZES.name)
         counts.append(checked.counts)
         sizes = checked.used
     # one more read of the volumes after their last time: the plotted span (which holds the fit

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from quotaplane.core.policy import Outputs, StageContext, StageResult
-from quotaplane.core.spark.driver_reads import read_input
+from quotaplane.core.spark.driver_reads import read_run_input
 from quotaplane.core.spark.local_table import local_table
 from quotaplane.core.spark.readers import check_once
 from quotaplane.core.spark.side_by_side import side_by_side
@@ -48,8 +48,7 @@ def run_stage(ctx: StageContext, config: NoticeConfig, outputs: Outputs) -> Stag
     assert path is not None, "the runner runs a stage only when its input is present"
     out = ctx.out_dir
     with ctx.progress.step("notices: read producer traffic"):
-        checked = check_once(read_input(ctx.spark, TRAFFIC.schema, path, in_driver=ctx.reads_in_driver),
-                             out / "quarantine" / INPUT)
+        checked = check_once(read_run_input(ctx, TRAFFIC.schema, path), out / "quarantine" / INPUT)
         counts = checked.counts
     with ctx.progress.step("notices: notices per broker (token buckets, connection limits)"):
         # each broker's aggregates are observed as its notices are written: no job reads them again

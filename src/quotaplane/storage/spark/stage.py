@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame
 
 from quotaplane.core.policy import Input, Outputs, StageContext, StageResult
 from quotaplane.core.records import RecordSchema
-from quotaplane.core.spark.driver_reads import read_input
+from quotaplane.core.spark.driver_reads import read_run_input
 from quotaplane.core.spark.readers import CheckedInput, ReadCounts, UsedAggregate, check_once
 from quotaplane.core.spark.schemas import spark_schema
 from quotaplane.core.spark.side_by_side import side_by_side
@@ -61,7 +61,7 @@ def _read(ctx: StageContext) -> tuple[dict[str, DataFrame], list[ReadCounts], li
             extra = {LAST_VOLUME_TS: UsedAggregate("max", "ts")}
         elif schema is COLLECTION_ERRORS:
             extra = {UNNAMED_ERRORS: UsedAggregate("max", "cluster", null=True)}
-        return lambda: check_once(read_input(ctx.spark, schema, path, in_driver=ctx.reads_in_driver),
+        return lambda: check_once(read_run_input(ctx, schema, path),
                                   ctx.out_dir / "quarantine" / schema.name, over_used=extra)
 
     checked = side_by_side(*(check(item.schema, path) for item, path in present)) if present else []

@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from quotaplane.core.policy import Outputs, StageContext, StageResult
-from quotaplane.core.spark.driver_reads import read_input
+from quotaplane.core.spark.driver_reads import read_run_input
 from quotaplane.core.spark.local_table import local_table
 from quotaplane.core.spark.readers import UsedAggregate, check_once
 from quotaplane.core.spark.session import shuffle_partitions, task_slots, tasks_for
@@ -72,7 +72,7 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
     with ctx.progress.step("topics: read produce requests"):
         # checked in one scan (a text input is cached: the requests are scanned again to judge them)
         # the first and last request's time by the same scan
-        read = read_input(ctx.spark, REQUESTS.schema, path, in_driver=ctx.reads_in_driver)
+        read = read_run_input(ctx, REQUESTS.schema, path)
         checked = check_once(read, out / "quarantine" / INPUT,
                              over_used={"first": UsedAggregate("min", "ts_ms"),
                                         "as_of": UsedAggregate("max", "ts_ms")})
