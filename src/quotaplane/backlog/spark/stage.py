@@ -121,8 +121,7 @@ def _counts(read: ReadResult, totals: list[T.Totals]) -> ReadCounts:
     """read/used/quarantined, added up from the per-topic totals (group rules included)."""
     n_read = sum(t["read"] for t in totals)
     used = sum(t["used"] for t in totals)
-    return ReadCounts(read.source, n_read, used, n_read - used, read.skipped,
-                      "driver" if read.local is not None else "spark")
+    return ReadCounts(read.source, n_read, used, n_read - used, read.skipped, read.reader)
 
 
 def _write_quarantine(read: ReadResult, counts: ReadCounts, path: Path) -> None:

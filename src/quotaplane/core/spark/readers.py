@@ -83,6 +83,11 @@ class ReadResult:
     local: list[dict[str, Any]] | None = None
 
     @property
+    def reader(self) -> str:
+        """Who read and checked the rows: "driver" or "spark" (`ReadCounts.reader`)."""
+        return "spark" if self.local is None else "driver"
+
+    @property
     def used(self) -> DataFrame:
         return self.checked.where(used_row()).select(*self.schema.field_names)
 
