@@ -87,16 +87,22 @@ def floor_job(out: Path) -> dict[str, Any]:
     return {"start_seconds": started - began, "after_start_seconds": done - started, **tables}
 
 
+def _child(command: list[str], what: str) -> tuple[float, str]:
+    """Run `command` in a new process: its wall time and its output; stops the benchmark with its
+    error output when it fails."""
+    began = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{what} failed (exit {done.returncode}):\n{done.stderr}")
+    return time.perf_counter() - began, done.stdout
+
+
 def run_example(work: Path) -> dict[str, Any]:
     """`quotaplane run --quiet` on the bundled example in a new process: its wall time and, from
     its `summary.json`, Spark's start and the seconds after it."""
     out = work / "run"
-    began = time.perf_counter()
     command = Path(sys.executable).parent / "quotaplane"
-    done = subprocess.run([str(command), "run", "--quiet", "--out", str(out)], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"quotaplane run failed (exit {done.returncode}):\n{done.stderr}")
-    wall = time.perf_counter() - began
+    wall, _ = _child([str(command), "run", "--quiet", "--out", str(out)], "quotaplane run")
     return {"wall_seconds": wall, **spark_start(json.loads((out / "summary.json").read_text())["run"])}
 
 
@@ -108,13 +114,9 @@ def spark_start(run: dict[str, Any]) -> dict[str, float]:
 
 def run_floor(work: Path) -> dict[str, Any]:
     """The floor job in a new process: its wall time and its own report."""
-    began = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "benchmarks.example", "--floor-job", str(work / "floor")],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"the floor job failed (exit {done.returncode}):\n{done.stderr}")
-    wall = time.perf_counter() - began
-    return {"wall_seconds": wall, **json.loads(done.stdout.strip().splitlines()[-1])}
+    wall, output = _child([sys.executable, "-m", "benchmarks.example", "--floor-job", str(work / "floor")],
+                          "the floor job")
+    return {"wall_seconds": wall, **json.loads(output.strip().splitlines()[-1])}
 
 
 def pairs(count: int, work: Path) -> dict[str, Any]:
