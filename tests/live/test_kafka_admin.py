@@ -182,6 +182,30 @@ def test_a_broker_that_does_not_answer_is_a_timeout_of_that_broker(target: Targe
     assert all(d.error is None for d in admin.log_dirs([1, 2, 3]))  # and it recovers
 
 
+def test_a_request_that_starts_late_and_times_out_is_closed_before_the_answer(
+        target: Target, admin: KafkaClusterAdmin, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The broker that did not answer has its connection closed before `log_dirs` returns, however
+    late its request started: the next round's request goes out on a new connection (a wait of
+    the round's own that ended first let it go out on the old one, then closed under it)."""
+    fake = target.scripted()
+    send = admin._send
+    late = [2]
+
+    async def starts_late(request: object, node_id: int) -> object:
+        if node_id in late:
+            late.remove(node_id)
+            time.sleep(0.3)  # the client's IO thread busy: this request starts late
+        return await send(request, node_id)
+
+    monkeypatch.setattr(admin, "_send", starts_late)
+    with fake.lock:
+        fake.broker(2).hang = True
+    assert [d.broker_id for d in admin.log_dirs([1, 2, 3]) if d.error is not None] == [2]
+    with fake.lock:
+        fake.broker(2).hang = False
+    assert [(d.broker_id, d.error) for d in admin.log_dirs([1, 2, 3]) if d.error is not None] == []
+
+
 @needs_fake
 def test_a_cluster_wide_request_tries_a_second_broker() -> None:
     with running_cluster((1, 2)) as fake:

@@ -29,7 +29,6 @@ import math
 import re
 import socket
 import threading
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -367,15 +366,16 @@ class KafkaClusterAdmin:
             with contextlib.suppress(kerrors.KafkaError):
                 refresh = self._manager.call_soon(self._manager.cluster.refresh_metadata)
                 await self._manager.wait_for(refresh, self._timeout_ms / 2)
-        deadline = time.monotonic() + self.timeout_s
         pending = {broker: self._manager.call_soon(
             self._send, DescribeLogDirsRequest(topics=None, min_version=LOG_DIRS_MIN_VERSION), broker)
             for broker in broker_ids}
         out: list[LogDir] = []
         for broker, future in pending.items():
-            remaining_ms = max(1.0, (deadline - time.monotonic()) * 1000)
+            # each `_send` ends within the timeout by itself, all at once, and closes the connection
+            # of a broker that did not answer before it ends: a deadline of this loop's own could
+            # end first, and the next request would go out on that connection before it is closed
             try:
-                response = await self._manager.wait_for(future, remaining_ms)
+                response = await future
             except kerrors.IncompatibleBrokerVersion:
                 out.append(_broker_failure(broker, "UNSUPPORTED_VERSION",
                                            "no DescribeLogDirs v4 (KIP-827 volume sizes, Kafka 3.3+)"))
