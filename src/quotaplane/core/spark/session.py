@@ -38,10 +38,10 @@ DEFAULT_CONF: dict[str, str] = {
     # PySpark otherwise records the Python call site of every Column function for Spark's error
     # context: several py4j round trips each, about 2 s of the bundled example (docs/performance.md)
     "spark.python.sql.dataFrameDebugging.enabled": "false",
-    # the classes generated for a session's plans stay compiled: Spark keeps 100, fewer than one run
-    # of every stage generates (storage's alone about 70), so a plan run again after others had its
-    # classes compiled again and run cold: 30-72 of storage's in each round of the benchmark
-    # (docs/performance.md, "Generated classes kept for the session")
+    # the classes generated for a session's plans stay compiled: Spark keeps 100, as many as one
+    # round of the storage stage with its benchmark jobs compiles, so a plan run again after others
+    # had its classes compiled again and run cold: 30-72 of storage's in each later round of the
+    # benchmark (docs/performance.md, "Generated classes kept for the session")
     CODEGEN_CACHE: "1000",
     "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}",
     "spark.executor.extraJavaOptions": f"-Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}",
