@@ -10,6 +10,7 @@ import pytest
 from quotaplane import cli
 from quotaplane.core.policy import RunConfigs
 from quotaplane.core.runner import run_pipeline
+from quotaplane.forecast.report import next_hard_limit
 from quotaplane.registry import POLICIES
 from tests.support.differential import assert_rows_equal
 
@@ -48,3 +49,18 @@ def test_the_volume_forecast_without_the_storage_stage_finds_the_last_time_itsel
     expected = [{k: v for k, v in row.items() if k != "kind"} for row in printed if row["kind"] == "volume"]
     assert expected
     assert_rows_equal(expected, spark.read.parquet(str(out / "storage_forecast")), label="storage_forecast")
+
+
+def _volume(broker: int, to_hard: float | None, to_full: float | None = None) -> dict[str, object]:
+    return {"cluster": "a", "broker_id": broker, "log_dir": "/d", "seconds_to_hard": to_hard,
+            "seconds_to_full": to_full}
+
+
+def test_the_console_names_the_next_volume_to_reach_its_hard_limit_in_the_reports_units() -> None:
+    # ten seconds away is not "0.0 h"; a volume already past its limit does not reach it
+    assert next_hard_limit([_volume(1, 10.0), _volume(2, 0.0), _volume(3, 7200.0)]) == (
+        "forecast: next to reach its hard limit: broker 1 /d in 10 s")
+    assert next_hard_limit([_volume(1, 499_680.0)]) == (
+        "forecast: next to reach its hard limit: broker 1 /d in 5.8 d")
+    assert next_hard_limit([_volume(1, 0.0), _volume(2, None)]) is None
+    assert next_hard_limit([]) is None

@@ -44,7 +44,9 @@ def ranked_volumes(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]
                                        r["cluster"], r["broker_id"], r["log_dir"]))
 
 
-def _duration(seconds: float | None) -> str:
+def duration(seconds: float | None) -> str:
+    """A time to a limit as the report and the console write it: `now`, `5.8 d`, `2.5 h`, `12.0 min`,
+    `10 s`; `—` when none is forecast."""
     if seconds is None:
         return "—"
     if seconds == 0:
@@ -53,6 +55,17 @@ def _duration(seconds: float | None) -> str:
         if seconds >= size:
             return f"{seconds / size:.1f} {unit}"
     return f"{seconds:.0f} s"
+
+
+def next_hard_limit(volumes: Sequence[Mapping[str, Any]]) -> str | None:
+    """The console's line on the volume that reaches its hard limit first (one already there does
+    not reach it); None when none does within the horizon."""
+    upcoming = [v for v in ranked_volumes(volumes) if v["seconds_to_hard"]]
+    if not upcoming:
+        return None
+    v = upcoming[0]
+    return (f"forecast: next to reach its hard limit: broker {v['broker_id']} {v['log_dir']} in "
+            f"{duration(v['seconds_to_hard'])}")
 
 
 def _mib(value: float | None, digits: int) -> float | None:
@@ -111,8 +124,8 @@ def build_sections(data: ForecastReportData) -> list[Section]:
              "method", "top contributors"],
             [(r["broker_id"], r["log_dir"], round(r["available_bytes"] / GIB, 1),
               _mib(r["growth_bytes_per_second"], 3),
-              _duration(r["seconds_to_soft"]), _duration(r["seconds_to_hard"]),
-              f"{_duration(r['low'])} – {_duration(r['high'])}", _duration(r["seconds_to_full"]), r["method"],
+              duration(r["seconds_to_soft"]), duration(r["seconds_to_hard"]),
+              f"{duration(r['low'])} – {duration(r['high'])}", duration(r["seconds_to_full"]), r["method"],
               _contributors(r)) for r in ranked[:LISTED]], empty="No volume was observed in the window.")
     for r in ranked[:PLOTTED]:
         history = data.histories.get((r["cluster"], r["broker_id"], r["log_dir"]))
@@ -127,8 +140,8 @@ def build_sections(data: ForecastReportData) -> list[Section]:
     s.table(["topic", "backlog MiB", "size quota MiB", "age s", "time quota s", "to quota", "quota", "band"],
             [(b["topic"], round(b["backlog_size_bytes"] / (1 << 20), 2),
               _mib(b["size_limit"] if b["size_limit"] >= 0 else None, 2), b["backlog_age_seconds"],
-              None if b["time_limit"] <= 0 else b["time_limit"], _duration(b["seconds_to_quota"]),
+              None if b["time_limit"] <= 0 else b["time_limit"], duration(b["seconds_to_quota"]),
               b["quota_type"],
-              f"{_duration(b['low'])} – {_duration(b['high'])}") for b in backlogs[:LISTED]],
+              f"{duration(b['low'])} – {duration(b['high'])}") for b in backlogs[:LISTED]],
             empty="No backlog topic with a quota was checked in the window.")
     return [s]

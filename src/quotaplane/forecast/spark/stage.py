@@ -25,7 +25,13 @@ from quotaplane.forecast.engine.backlog import BacklogForecast
 from quotaplane.forecast.engine.volumes import VolumeForecast
 from quotaplane.forecast.metrics import ForecastMetrics
 from quotaplane.forecast.records import PARTITION_SIZES
-from quotaplane.forecast.report import PLOTTED, ForecastReportData, build_sections, ranked_volumes
+from quotaplane.forecast.report import (
+    PLOTTED,
+    ForecastReportData,
+    build_sections,
+    next_hard_limit,
+    ranked_volumes,
+)
 from quotaplane.forecast.spark.backlog import forecast_backlogs
 from quotaplane.forecast.spark.volumes import forecast_volumes, in_window
 from quotaplane.storage.outputs import LastVolumeTime
@@ -131,11 +137,9 @@ def run_stage(ctx: StageContext, config: ForecastConfig, outputs: Outputs) -> St
     console = [f"forecast: {len(volumes)} volumes, {summary['volumes_reaching_hard_limit']} at or reaching "
                f"the hard limit within {config.horizon}; {len(backlogs)} backlog topics, "
                f"{summary['backlogs_reaching_quota']} at or reaching a quota"]
-    upcoming = [v for v in ranked_volumes(volumes) if v["seconds_to_hard"]]
-    if upcoming:
-        s = upcoming[0]
-        console.append(f"forecast: next to reach its hard limit: broker {s['broker_id']} {s['log_dir']} in "
-                       f"{s['seconds_to_hard'] / 3600:.1f} h")
+    upcoming = next_hard_limit(volumes)
+    if upcoming is not None:
+        console.append(upcoming)
     return StageResult(NAME, summary, counts, sections, console)
 
 
