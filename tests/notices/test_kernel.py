@@ -18,6 +18,7 @@ from quotaplane.notices.engine.kernel import (
     LIMIT_COLUMNS,
     NOTICE_RECORD,
     _Carries,
+    _event_order,
     _fits,
     evaluate_broker,
     limits_of,
@@ -350,3 +351,15 @@ def test_the_carries_follow_the_update(rate: int, spread: int) -> None:
         assert carried.tolist() == expected_carried
         assert carries.made(0, len(gaps), np.r_[start, carried[:-1]]).tolist() == expected_made
         assert carries.carried(5, 9, expected_carried[4]).tolist() == expected_carried[5:9]
+
+
+@pytest.mark.parametrize("times", [0, 1, 3, 1000])
+def test_the_event_order_is_the_sort_by_every_key(times: int) -> None:
+    # one sort by time, the other keys only among the events of one time: the order of a sort by
+    # (time, then every key), from any input order; no event tied, some, or all (one time)
+    rng = np.random.default_rng(times)
+    n = 2_000
+    ts = rng.integers(0, max(times, 1), n) if times else np.arange(n)
+    keys = tuple(rng.integers(0, 3, n) for _ in range(4))
+    assert _event_order(ts, keys).tolist() == np.lexsort((*keys, ts)).tolist()
+    assert _event_order(ts[:0], tuple(k[:0] for k in keys)).tolist() == []

@@ -107,6 +107,18 @@ def _exact_sum(values: np.ndarray) -> int:
     return sum(int(v) for v in values.tolist())
 
 
+def _event_order(ts: np.ndarray, ties: tuple[np.ndarray, ...]) -> np.ndarray:
+    """The events' order by `ts`, then by the keys of `ties` (the last one first, as `np.lexsort`
+    takes them): one sort by time, and the other keys only among events of the same time."""
+    order = np.argsort(ts, kind="stable")
+    at = ts[order]
+    tied = np.r_[at[1:] == at[:-1], False] | np.r_[False, at[1:] == at[:-1]]
+    if tied.any():
+        rows = order[tied]  # runs of one time each, in time order: sorted among themselves in place
+        order[tied] = rows[np.lexsort((*(k[rows] for k in ties), ts[rows]))]
+    return order
+
+
 def limits_of(config: NoticeConfig, topics: Sequence[str]) -> dict[str, list[Any]]:
     """`LIMIT_COLUMNS` for topics (docs/notices.md, Configuration: which rate applies to a topic)."""
     out: dict[str, list[Any]] = {c: [] for c in LIMIT_COLUMNS}
@@ -147,7 +159,8 @@ class _Events:
     bytes: np.ndarray
     messages: np.ndarray
     supports: np.ndarray
-    receipt: list[int | None]
+    receipt_known: np.ndarray  # whether the event has a receipt (`receipt_latency_ms` set, >= 0)
+    receipt_ms: np.ndarray  # its receipt latency where known
     latency: np.ndarray
     limits: dict[str, np.ndarray]  # `LIMIT_COLUMNS` per event
 
@@ -175,9 +188,9 @@ class _Events:
         topic, topic_names = pd.factorize(full[raw_topic], sort=True)
         connection, connection_names = pd.factorize(events["connection_id"].astype(object), sort=True)
         # the order: ts, connection, producer, topic, bytes, messages, supports, receipt (null
-        # first), publish latency; np.lexsort takes the last key as the primary one
-        order = np.lexsort((latency, receipt_value, known, supports, messages, size, topic,
-                            producer_id, connection, ts))
+        # first), publish latency
+        order = _event_order(ts, (latency, receipt_value, known, supports, messages, size, topic,
+                                  producer_id, connection))
         per_topic = limits_of(config, list(topic_names))  # once per distinct topic
         limits = {c: np.array(v, dtype=object if c == "resource_group" else np.int64)[topic[order]]
                   for c, v in per_topic.items()}
@@ -199,8 +212,7 @@ class _Events:
             producer_id=producer_id[order], producer=pair.astype(np.int64),
             topic=topic[order].astype(np.int64), topic_names=np.asarray(topic_names, dtype=object),
             bytes=size[order], messages=messages[order], supports=supports[order],
-            receipt=[int(v) if k else None for v, k in zip(receipt_value[order].tolist(),
-                                                            known[order].tolist(), strict=True)],
+            receipt_known=known[order], receipt_ms=receipt_value[order],
             latency=latency, limits=limits)
 
 
@@ -277,6 +289,7 @@ class _Bucket:
 
     def __init__(self, rate: int, t: np.ndarray, consumed: np.ndarray) -> None:
         self.rate = rate
+        self.target = target_tokens(rate)  # the balance a throttled producer waits for
         n = len(t)
         self.n = n
         gaps = np.diff(t, prepend=t[:1]) if n else t
@@ -349,7 +362,7 @@ class _Bucket:
             self._restart(k, tokens, carried)
         if tokens > 0:
             return 0, changed
-        return duration_ns(target_tokens(self.rate) - tokens, self.rate), changed
+        return duration_ns(self.target - tokens, self.rate), changed
 
     def _restart(self, k: int, tokens: int, carried: int) -> None:
         """The state (`tokens`, `carried`) at event `k`: the carries after it are recomputed until
@@ -386,7 +399,7 @@ def _rate_limiter(ev: _Events, positions: np.ndarray, rate: PublishRate, reason:
     buckets = [_Bucket(r, t, consumed) for r, consumed in
                ((rate.messages_per_s, ev.messages[positions]), (rate.bytes_per_s, ev.bytes[positions]))
                if r > 0]
-    times = [int(v) for v in t.tolist()]
+    times = t.tolist()  # Python integers, from int64 or object arrays alike
     producers = ev.producer[positions].tolist()
     ts = ev.ts[positions].tolist()
     throttled_until: dict[int, int] = {}
@@ -608,9 +621,10 @@ class _Stalls:
             if k:
                 # a block of level k is two blocks of level k - 1, each sorted: a stable sort (a
                 # merge of runs) puts them together in linear time, where a sort from scratch
-                # would cost n log n per level
-                block, value = np.divmod(keys, n + 1)
-                keys = np.sort((block >> 1) * (n + 1) + value, kind="stable")
+                # would cost n log n per level. The blocks of level k - 1 are runs of 2^(k-1)
+                # positions, so a key's block is its position's.
+                value = keys - (index >> (k - 1)) * (n + 1)
+                keys = np.sort((index >> k) * (n + 1) + value, kind="stable")
             self.levels.append(keys)
             k += 1
 
@@ -627,15 +641,16 @@ class _Stalls:
             total[chosen] += below - (block << k)
         return total
 
-    def counts(self, positions: np.ndarray, starts: list[int], ends: list[int]) -> np.ndarray:
+    def counts(self, positions: np.ndarray, starts: Sequence[int], ends: Sequence[int]) -> np.ndarray:
         """Per query: the distinct topics other than event `positions[q]`'s in its group's events with
         a time in `[starts[q], ends[q])`."""
         m, n = len(positions), self.n
         if not m or not n:
             return np.zeros(m, dtype=np.int64)
         lowest, highest = int(self.t.min()), int(self.t.max()) + 1
-        bounds = np.array([min(max(v, lowest), highest) for pair in zip(starts, ends, strict=True)
-                           for v in pair], dtype=self.t.dtype)
+        # clipped as Python integers (a bound may be beyond a LONG), then in the times' type
+        pairs = np.stack([np.asarray(starts, dtype=object), np.asarray(ends, dtype=object)], axis=1).ravel()
+        bounds = np.clip(pairs, lowest, highest).astype(self.t.dtype)
         _, rank = np.unique(np.concatenate([self.t, bounds]), return_inverse=True)
         rank = rank.reshape(-1).astype(np.int64)
         width = n + 2 * m + 1
@@ -710,28 +725,26 @@ def evaluate_broker(config: NoticeConfig, events: pd.DataFrame) -> pd.DataFrame:
 
 def _receipts(ev: _Events, wait: int) -> np.ndarray:
     """`unsupported` without the flag, `in_time` when the receipt comes within the wait, else `late`."""
-    in_time = np.array([r is not None and r <= wait for r in ev.receipt], dtype=bool)
+    in_time = ev.receipt_known & (ev.receipt_ms <= wait)
     return np.where(~ev.supports, UNSUPPORTED, np.where(in_time, IN_TIME, LATE)).astype(object)
 
 
 def _frame(ev: _Events, notices: list[tuple[int, int, int, tuple[Any, Any], tuple[Any, Any], str]],
            receipts: np.ndarray, thread: np.ndarray) -> pd.DataFrame:
     position = np.array([x[0] for x in notices], dtype=np.int64)
-    paused: list[list[int]] = [[], []]
+    # each side's intervals (with notices, without) as Python integers: an end may be beyond a LONG
+    bounds = [np.array([(int(x[3 + side][0]), int(x[3 + side][1])) for x in notices], dtype=object)
+              .reshape(-1, 2) for side in (0, 1)]
+    paused = [np.maximum(b[:, 1] - b[:, 0], 0) for b in bounds]
     stalled = [np.zeros(len(notices), dtype=np.int64) for _ in range(2)]
     for scope, codes in (("connection", ev.connection), ("thread", thread)):
-        chosen = [q for q, x in enumerate(notices) if x[5] == scope]
-        if not chosen:
+        chosen = np.array([q for q, x in enumerate(notices) if x[5] == scope], dtype=np.int64)
+        if not len(chosen):
             continue
         stalls = _Stalls(ev, codes)
         for side in (0, 1):
-            intervals = [notices[q][3 + side] for q in chosen]
-            stalled[side][chosen] = stalls.counts(position[chosen], [int(a) for a, _ in intervals],
-                                                  [int(b) for _, b in intervals])
-    for x in notices:
-        for side in (0, 1):
-            start, end = x[3 + side]
-            paused[side].append(max(int(end) - int(start), 0))
+            stalled[side][chosen] = stalls.counts(position[chosen], bounds[side][chosen, 0],
+                                                  bounds[side][chosen, 1])
     reasons = np.array([r.name for r in REASON_ORDER], dtype=object)
     columns: dict[str, Any] = {
         "ts_ms": ev.ts[position], "broker": np.full(len(notices), ev.broker, dtype=object),
