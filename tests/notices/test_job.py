@@ -68,6 +68,10 @@ def test_stage_writes_the_reference_tables_metrics_summary_and_report(spark, tmp
     summary = result.summary
     assert summary["input"] == {"input": str(tmp_path / "telemetry" / "producer_traffic.jsonl"), "read": 401,
                                 "used": 400, "quarantined": 1, "reader": "spark"}
+    # counted by the action that writes the notices; the quarantined row written after it
+    quarantine = spark.read.parquet(str(out / "quarantine" / "producer_traffic")).collect()
+    assert [(q["reason"], json.loads(q["row"])["bytes"]) for q in quarantine] == [
+        ("bytes must not be negative", -1)]
     assert summary["notices"] == len(expected)
     assert summary["connection_paused_ms_without_notices"] == sum(
         n.connection_paused_ms_without_notices for n in expected)
@@ -95,3 +99,16 @@ def test_no_usable_traffic_gives_empty_tables(spark, tmp_path: Path) -> None:
                                     RunConfigs(notices=config))
     assert result.summary["notices"] == 0 and result.summary["input"]["quarantined"] == 1
     assert spark.read.parquet(str(tmp_path / "out" / "notice_decisions")).count() == 0
+
+
+def test_a_clean_run_removes_an_earlier_quarantine(spark, tmp_path: Path, telemetry) -> None:
+    config_path, good = telemetry
+    out = tmp_path / "out"
+    run_policy_stage(spark, NoticesPolicy(), tmp_path / "telemetry", out, RunConfigs(notices=config_path))
+    assert (out / "quarantine" / "producer_traffic").exists()
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    (clean / "producer_traffic.jsonl").write_text(good.read_text())
+    _, result, _ = run_policy_stage(spark, NoticesPolicy(), clean, out, RunConfigs(notices=config_path))
+    assert result.summary["input"]["quarantined"] == 0 and result.summary["input"]["used"] == 400
+    assert not (out / "quarantine" / "producer_traffic").exists()

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -137,10 +137,49 @@ def _count(checked: DataFrame, source: str, skipped: tuple[str, ...] = (),
         return (ReadCounts(source, len(local), len(local), 0, skipped, "driver"),
                 {name: agg.of(local) for name, agg in over_used.items()})
     extra = [agg.column().alias(name) for name, agg in over_used.items()]
-    row = checked.agg(F.count(F.lit(1)).alias("read"), F.count(F.when(used_row(), 1)).alias("used"),
-                      *extra).collect()[0]
+    row = checked.agg(*_count_columns(), *extra).collect()[0]
     read, used = int(row["read"]), int(row["used"])
     return ReadCounts(source, read, used, read - used, skipped), {n: row[n] for n in over_used}
+
+
+def _count_columns() -> list[Column]:
+    """The aggregates of a count: the rows read, and the rows used (REASON null)."""
+    return [F.count(F.lit(1)).alias("read"), F.count(F.when(used_row(), 1)).alias("used")]
+
+
+class CountedInUse:
+    """An input counted by the action that uses its rows, not by a scan of its own: `observe` the
+    checked rows (with REASON) on their way to that action, then `counts` after it. Observe them in
+    the action's last stage (after its shuffle): Spark takes a task's observed values there once,
+    even when the task runs again, where a stage before a shuffle that runs again would count its
+    rows twice. The quarantine is written after the action, by a second read of the input only when
+    some rows were quarantined."""
+
+    def __init__(self, read: ReadResult) -> None:
+        self.read = read
+        self._observation = Observation(f"{read.schema.name}_counts")
+
+    def observe(self, checked: DataFrame) -> DataFrame:
+        return checked.observe(self._observation, *_count_columns())
+
+    def counts(self, quarantine_dir: Path | None) -> ReadCounts:
+        """The counts the action observed; the quarantine written to `quarantine_dir` (see
+        `write_quarantine`)."""
+        row = self._observation.get
+        read, used = int(row["read"]), int(row["used"])
+        counts = ReadCounts(self.read.source, read, used, read - used, self.read.skipped, self.read.reader)
+        if quarantine_dir is not None:
+            write_quarantine(self.read, counts, quarantine_dir)
+        return counts
+
+
+def write_quarantine(read: ReadResult, counts: ReadCounts, quarantine_dir: Path) -> None:
+    """The quarantined rows of `read` into `quarantine_dir` only when there are some; a stale
+    quarantine from an earlier run into the same directory is removed."""
+    if counts.quarantined:
+        write_parquet(read.quarantined, quarantine_dir)
+    elif quarantine_dir.exists():
+        shutil.rmtree(quarantine_dir)
 
 
 # Files Spark and Hadoop write beside their data: not telemetry, never listed as skipped.
@@ -362,8 +401,5 @@ def check_once(read: ReadResult, quarantine_dir: Path | None, cache: bool | None
         rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
     counts, aggregates = _count(rows, read.source, read.skipped, over_used, read.local)
     if quarantine_dir is not None:
-        if counts.quarantined:
-            write_parquet(read.quarantined, quarantine_dir)
-        elif quarantine_dir.exists():
-            shutil.rmtree(quarantine_dir)
+        write_quarantine(read, counts, quarantine_dir)
     return CheckedInput(read.schema, counts, rows, cache, aggregates)

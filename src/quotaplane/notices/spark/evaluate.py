@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from quotaplane.core.records import Field, RecordSchema
+from quotaplane.core.spark.readers import REASON, CountedInUse, used_row
 from quotaplane.core.spark.schemas import spark_schema
 from quotaplane.notices.config import NoticeConfig
 from quotaplane.notices.engine.evaluate import COMPARISON_COLUMNS
@@ -43,21 +44,27 @@ NO_RECEIPT = -1  # `receipt_latency_ms` of an event with no receipt, in the kern
 
 
 def kernel_input(traffic: DataFrame) -> DataFrame:
-    """Used `producer_traffic` rows -> the kernel's input: the defaults of docs/notices.md (Input)
-    applied in Spark, so that no long column handed to pandas holds a null (Arrow would make it a
-    double); a missing receipt is `NO_RECEIPT`."""
+    """`producer_traffic` rows -> the kernel's input (and REASON, when the rows have it): the
+    defaults of docs/notices.md (Input) applied in Spark, so that no long column handed to pandas
+    holds a null (Arrow would make it a double); a missing receipt is `NO_RECEIPT`."""
     defaults = {"messages": F.lit(1).cast("long"), "supports_throttle": F.lit(False),
                 "receipt_latency_ms": F.lit(NO_RECEIPT).cast("long"),
                 "publish_latency_ms": F.lit(0).cast("long"), "broker": F.lit("")}
+    reason = [REASON] if REASON in traffic.columns else []
     return traffic.select(*[F.coalesce(F.col(c), defaults[c]).alias(c) if c in defaults else F.col(c)
-                            for c in TRAFFIC_COLUMNS])
+                            for c in TRAFFIC_COLUMNS], *reason)
 
 
-def evaluate_brokers(config: NoticeConfig) -> Callable[[DataFrame], DataFrame]:
-    """Used `producer_traffic` rows -> `notice_decisions` (`NOTICE_SCHEMA`) and `AGGREGATES`: one
+def evaluate_brokers(config: NoticeConfig, counted: CountedInUse | None = None
+                     ) -> Callable[[DataFrame], DataFrame]:
+    """`producer_traffic` rows -> `notice_decisions` (`NOTICE_SCHEMA`) and `AGGREGATES`: one
     `applyInPandas` group per broker around the numpy kernel. The broker's last notice carries the
     text of its aggregates (`aggregates.broker_aggregates`), its other notices none;
-    `observe_aggregates` gives the notices alone."""
+    `observe_aggregates` gives the notices alone.
+
+    The rows are the checked ones (with REASON: the used rows go to the groups) or used ones. They
+    cross one shuffle, by broker; after it `counted` observes them, quarantined rows included, so
+    the action that writes the notices also counts the input (no scan of its own)."""
 
     def group(pdf: pd.DataFrame) -> pd.DataFrame:
         out = evaluate_broker(config, pdf)
@@ -70,7 +77,12 @@ def evaluate_brokers(config: NoticeConfig) -> Callable[[DataFrame], DataFrame]:
         return out.assign(**{AGGREGATES: texts})
 
     def transform(traffic: DataFrame) -> DataFrame:
-        return traffic.transform(kernel_input).groupBy("broker").applyInPandas(group, _EVALUATED_SCHEMA)
+        rows = traffic.transform(kernel_input).repartition("broker")  # the groups' own partitioning
+        if counted is not None:
+            rows = counted.observe(rows)
+        if REASON in rows.columns:
+            rows = rows.where(used_row()).drop(REASON)
+        return rows.groupBy("broker").applyInPandas(group, _EVALUATED_SCHEMA)
 
     return transform
 

@@ -20,7 +20,7 @@ from typing import Any
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.driver_reads import read_run_input
 from quotaplane.core.spark.local_table import local_table
-from quotaplane.core.spark.readers import check_once
+from quotaplane.core.spark.readers import CountedInUse
 from quotaplane.core.spark.side_by_side import side_by_side
 from quotaplane.core.spark.tables import write_parquet
 from quotaplane.notices.config import NoticeConfig
@@ -47,14 +47,14 @@ def run_stage(ctx: StageContext, config: NoticeConfig, outputs: Outputs) -> Stag
     path = ctx.find_input(INPUT)
     assert path is not None, "the runner runs a stage only when its input is present"
     out = ctx.out_dir
-    with ctx.progress.step("notices: read producer traffic"):
-        checked = check_once(read_run_input(ctx, TRAFFIC.schema, path), out / "quarantine" / INPUT)
-        counts = checked.counts
-    with ctx.progress.step("notices: notices per broker (token buckets, connection limits)"):
-        # each broker's aggregates are observed as its notices are written: no job reads them again
-        notices, observation = observe_aggregates(checked.used.transform(evaluate_brokers(config)))
+    with ctx.progress.step("notices: read traffic, notices per broker (token buckets, connection limits)"):
+        # one pass over the traffic: the action that writes the notices counts the input's rows and
+        # observes each broker's aggregates; no job reads either again
+        read = read_run_input(ctx, TRAFFIC.schema, path)
+        counted = CountedInUse(read)
+        notices, observation = observe_aggregates(read.checked.transform(evaluate_brokers(config, counted)))
         write_parquet(notices, out / "notice_decisions")
-        checked.release()
+        counts = counted.counts(out / "quarantine" / INPUT)
     with ctx.progress.step("notices: comparison, metrics and report"):
         rows, timeline, bucket_ms = observed_aggregates(observation)
         ctx.registry.register(NoticeMetrics(rows))
