@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from pyspark.sql import functions as F
 
+from quotaplane.core.spark.readers import REASON, CountedInUse, ReadResult
 from quotaplane.notices.config import NoticeConfig, parse_notice_config
 from quotaplane.notices.engine.evaluate import COMPARISON_COLUMNS, compare, evaluate
 from quotaplane.notices.records import PRODUCER_TRAFFIC
@@ -41,10 +43,12 @@ def reference_tables(config: NoticeConfig, events: Events) -> dict[str, list[Any
 
 
 def spark_tables(spark: Any, config: NoticeConfig, events: Events) -> Generator[dict[str, Any]]:
-    notices, observation = _observed_notices(spark, config, events)
+    notices, observation, counted = _observed_notices(spark, config, events)
     notices = notices.cache()
     try:
-        notices.count()  # the action that observes the brokers' sums
+        notices.count()  # the action that observes the brokers' sums and counts the traffic
+        counts = counted.counts(None)
+        assert (counts.read, counts.used, counts.quarantined) == (len(events), len(events), 0)
         comparison, timeline, bucket_ms = observed_aggregates(observation)
         yield {"notice_decisions": notices, "notice_comparison": comparison,
                "notice_timeline": _timeline(timeline, bucket_ms)}
@@ -52,10 +56,12 @@ def spark_tables(spark: Any, config: NoticeConfig, events: Events) -> Generator[
         notices.unpersist()
 
 
-def _observed_notices(spark: Any, config: NoticeConfig, events: Events) -> tuple[Any, Any]:
-    """The notices as the stage writes them, and the observation of the brokers' sums."""
-    traffic = records_frame(spark, events, PRODUCER_TRAFFIC)
-    return observe_aggregates(traffic.transform(evaluate_brokers(config)))
+def _observed_notices(spark: Any, config: NoticeConfig, events: Events) -> tuple[Any, Any, CountedInUse]:
+    """The notices as the stage writes them, the observation of the brokers' sums and the counts
+    of the traffic (every generated row passes the reader's checks: its REASON is null)."""
+    traffic = records_frame(spark, events, PRODUCER_TRAFFIC).withColumn(REASON, F.lit(None).cast("string"))
+    counted = CountedInUse(ReadResult(PRODUCER_TRAFFIC, "generated", traffic))
+    return (*observe_aggregates(traffic.transform(evaluate_brokers(config, counted))), counted)
 
 
 def _timeline(rows: Sequence[dict[str, Any]], bucket_ms: int) -> list[dict[str, Any]]:
@@ -77,7 +83,7 @@ def test_reference_and_spark_agree_on_every_output(spark, generated) -> None:
 def test_spark_on_no_traffic_and_the_declared_schemas(spark) -> None:
     config = parse_notice_config({"topic.a.publishMaxByteRate": "1000"})
     assert_engines_agree(ENGINES, spark, config, [])
-    notices, _ = _observed_notices(spark, config, [])
+    notices, _, _ = _observed_notices(spark, config, [])
     assert notices.schema == NOTICE_SCHEMA
     assert tuple(COMPARISON_SCHEMA.fieldNames()) == COMPARISON_COLUMNS
 
@@ -88,6 +94,6 @@ def test_a_pause_beyond_a_long_fails_the_stage(spark) -> None:
     config = parse_notice_config({"topic.a.publishMaxByteRate": "1"})
     events = [{"ts_ms": 0, "connection_id": "c", "producer_id": 0, "topic": "a", "bytes": 2**63 - 1}]
     assert evaluate(config, events)[0].pause_for_millis > 2**63 - 1
-    notices, _ = _observed_notices(spark, config, events)
+    notices, _, _ = _observed_notices(spark, config, events)
     with pytest.raises(Exception, match="pause_for_millis of a notice of broker '' is beyond a LONG"):
         notices.collect()

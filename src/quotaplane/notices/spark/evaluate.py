@@ -44,27 +44,24 @@ NO_RECEIPT = -1  # `receipt_latency_ms` of an event with no receipt, in the kern
 
 
 def kernel_input(traffic: DataFrame) -> DataFrame:
-    """`producer_traffic` rows -> the kernel's input (and REASON, when the rows have it): the
-    defaults of docs/notices.md (Input) applied in Spark, so that no long column handed to pandas
-    holds a null (Arrow would make it a double); a missing receipt is `NO_RECEIPT`."""
+    """Checked `producer_traffic` rows -> the kernel's input and REASON: the defaults of
+    docs/notices.md (Input) applied in Spark, so that no long column handed to pandas holds a null
+    (Arrow would make it a double); a missing receipt is `NO_RECEIPT`."""
     defaults = {"messages": F.lit(1).cast("long"), "supports_throttle": F.lit(False),
                 "receipt_latency_ms": F.lit(NO_RECEIPT).cast("long"),
                 "publish_latency_ms": F.lit(0).cast("long"), "broker": F.lit("")}
-    reason = [REASON] if REASON in traffic.columns else []
     return traffic.select(*[F.coalesce(F.col(c), defaults[c]).alias(c) if c in defaults else F.col(c)
-                            for c in TRAFFIC_COLUMNS], *reason)
+                            for c in TRAFFIC_COLUMNS], REASON)
 
 
-def evaluate_brokers(config: NoticeConfig, counted: CountedInUse | None = None
-                     ) -> Callable[[DataFrame], DataFrame]:
-    """`producer_traffic` rows -> `notice_decisions` (`NOTICE_SCHEMA`) and `AGGREGATES`: one
-    `applyInPandas` group per broker around the numpy kernel. The broker's last notice carries the
-    text of its aggregates (`aggregates.broker_aggregates`), its other notices none;
-    `observe_aggregates` gives the notices alone.
+def evaluate_brokers(config: NoticeConfig, counted: CountedInUse) -> Callable[[DataFrame], DataFrame]:
+    """Checked `producer_traffic` rows (with REASON) -> `notice_decisions` (`NOTICE_SCHEMA`) and
+    `AGGREGATES`: one `applyInPandas` group per broker around the numpy kernel, over the used rows.
+    The broker's last notice carries the text of its aggregates (`aggregates.broker_aggregates`),
+    its other notices none; `observe_aggregates` gives the notices alone.
 
-    The rows are the checked ones (with REASON: the used rows go to the groups) or used ones. They
-    cross one shuffle, by broker; after it `counted` observes them, quarantined rows included, so
-    the action that writes the notices also counts the input (no scan of its own)."""
+    The rows cross one shuffle, by broker; after it `counted` observes them, quarantined rows
+    included, so the action that writes the notices also counts the input (no scan of its own)."""
 
     def group(pdf: pd.DataFrame) -> pd.DataFrame:
         out = evaluate_broker(config, pdf)
@@ -77,12 +74,9 @@ def evaluate_brokers(config: NoticeConfig, counted: CountedInUse | None = None
         return out.assign(**{AGGREGATES: texts})
 
     def transform(traffic: DataFrame) -> DataFrame:
-        rows = traffic.transform(kernel_input).repartition("broker")  # the groups' own partitioning
-        if counted is not None:
-            rows = counted.observe(rows)
-        if REASON in rows.columns:
-            rows = rows.where(used_row()).drop(REASON)
-        return rows.groupBy("broker").applyInPandas(group, _EVALUATED_SCHEMA)
+        # shuffled by broker as the groups need it, then counted
+        rows = counted.observe(traffic.transform(kernel_input).repartition("broker"))
+        return rows.where(used_row()).drop(REASON).groupBy("broker").applyInPandas(group, _EVALUATED_SCHEMA)
 
     return transform
 
