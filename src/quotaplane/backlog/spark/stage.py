@@ -26,7 +26,6 @@ checks and evictions are written from).
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -47,7 +46,7 @@ from quotaplane.backlog.spark.report_data import PLOTTED_TOPICS, report_data, se
 from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.driver_reads import read_run_input
 from quotaplane.core.spark.local_table import local_table
-from quotaplane.core.spark.readers import REASON, ReadCounts, ReadResult
+from quotaplane.core.spark.readers import REASON, ReadCounts, ReadResult, write_quarantine
 from quotaplane.core.spark.side_by_side import side_by_side
 from quotaplane.core.spark.tables import read_written, write_parquet
 
@@ -79,7 +78,9 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
             side_by_side(
                 lambda: write_parquet(result.checks, ctx.out_dir / "backlog_checks"),
                 lambda: write_parquet(result.evictions, ctx.out_dir / "backlog_evictions"),
-                lambda: _write_quarantine(read, counts, ctx.out_dir / "quarantine" / INPUT),
+                # with the group rules' reasons too; the input is read again only for quarantined rows
+                lambda: write_quarantine(with_group_reasons(read), counts,
+                                         ctx.out_dir / "quarantine" / INPUT),
                 lambda: write_parquet(local_table(ctx.spark, stats, T.TOPIC_STATS_SCHEMA),
                                       ctx.out_dir / "backlog_topic_stats"),
                 lambda: write_parquet(local_table(ctx.spark, parts, T.PARTITIONED_STATS_SCHEMA),
@@ -122,15 +123,6 @@ def _counts(read: ReadResult, totals: list[T.Totals]) -> ReadCounts:
     n_read = sum(t["read"] for t in totals)
     used = sum(t["used"] for t in totals)
     return ReadCounts(read.source, n_read, used, n_read - used, read.skipped, read.reader)
-
-
-def _write_quarantine(read: ReadResult, counts: ReadCounts, path: Path) -> None:
-    """The quarantined rows with their original text, only when there are some (the input is read
-    again for them); a stale quarantine from an earlier run into the same directory is removed."""
-    if counts.quarantined:
-        write_parquet(with_group_reasons(read).quarantined, path)
-    elif path.exists():
-        shutil.rmtree(path)
 
 
 def _write_stats_json(stats: list[dict[str, Any]], parts: list[dict[str, Any]], path: Path) -> None:
