@@ -120,9 +120,7 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
 
 def _counts(read: ReadResult, totals: list[T.Totals]) -> ReadCounts:
     """read/used/quarantined, added up from the per-topic totals (group rules included)."""
-    n_read = sum(t["read"] for t in totals)
-    used = sum(t["used"] for t in totals)
-    return ReadCounts(read.source, n_read, used, n_read - used, read.skipped, read.reader)
+    return read.tally(sum(t["read"] for t in totals), sum(t["used"] for t in totals))
 
 
 def _write_stats_json(stats: list[dict[str, Any]], parts: list[dict[str, Any]], path: Path) -> None:

@@ -106,6 +106,10 @@ class ReadResult:
         """Count read/used/quarantined in one Spark action (none when the driver read the rows)."""
         return _count(self.checked, self.source, self.skipped, local=self.local)[0]
 
+    def tally(self, read: int, used: int) -> ReadCounts:
+        """The input's counts, given its rows read and used (counted by a job that used them)."""
+        return ReadCounts(self.source, read, used, read - used, self.skipped, self.reader)
+
 
 @dataclass(frozen=True)
 class UsedAggregate:
@@ -166,8 +170,7 @@ class CountedInUse:
         """The counts the action observed; the quarantine written to `quarantine_dir` (see
         `write_quarantine`)."""
         row = self._observation.get
-        read, used = int(row["read"]), int(row["used"])
-        counts = ReadCounts(self.read.source, read, used, read - used, self.read.skipped, self.read.reader)
+        counts = self.read.tally(int(row["read"]), int(row["used"]))
         if quarantine_dir is not None:
             write_quarantine(self.read, counts, quarantine_dir)
         return counts
