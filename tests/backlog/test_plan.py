@@ -63,3 +63,10 @@ def test_the_report_series_are_one_hash_aggregation_of_the_checks(spark) -> None
     # hash-based (fixed-width buffers)
     assert (ops[SHUFFLE], ops[SORT], ops["Expand"], ops[SORT_AGGREGATE]) == (2, 0, 1, 0), describe(df)
     assert ops["HashAggregate"] == 2, describe(df)
+
+
+@pytest.mark.spark
+def test_the_rows_are_in_the_partitions_asked_for(spark) -> None:
+    snapshots = records_frame(spark, ROWS, BACKLOG_SNAPSHOTS)
+    assert decided_rows(snapshots, _policies(False), 3).rdd.getNumPartitions() == 3
+    assert decided_rows(snapshots, _policies(False), 1).rdd.getNumPartitions() == 1

@@ -1,10 +1,16 @@
-"""A small run's shuffles in no more partitions than the session's task slots, restored after."""
+"""A small run's shuffles in no more partitions than the session's task slots, restored after; a
+cached shuffle's partitions, one per slot."""
 
 from __future__ import annotations
 
 import pytest
 
-from quotaplane.core.spark.session import SHUFFLE_PARTITIONS, partitions_for_slots, task_slots
+from quotaplane.core.spark.session import (
+    SHUFFLE_PARTITIONS,
+    partitions_for_slots,
+    slot_partitions,
+    task_slots,
+)
 from tests.support.fake_spark import FakeSpark
 
 pytestmark = pytest.mark.spark
@@ -48,3 +54,13 @@ def test_a_session_that_does_not_see_its_cluster_is_left_as_it_is() -> None:
     fake = FakeSpark(**{SHUFFLE_PARTITIONS: "8"})
     with partitions_for_slots(fake) as partitions:
         assert partitions is None and fake.conf.get(SHUFFLE_PARTITIONS, "") == "8"
+
+
+def test_a_cached_shuffle_has_one_partition_per_slot_at_most_the_shuffle_partitions(eight) -> None:
+    assert slot_partitions(eight) == 2
+    eight.conf.set(SHUFFLE_PARTITIONS, "1")
+    assert slot_partitions(eight) == 1
+
+
+def test_a_cached_shuffle_has_the_shuffle_partitions_when_the_slots_are_unknown() -> None:
+    assert slot_partitions(FakeSpark(**{SHUFFLE_PARTITIONS: "8"})) == 8

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 
 class FakeConf:
-    """`spark.conf` as the runner uses it: `get` with a default, and `set`."""
+    """`spark.conf` as the runner and the session's helpers use it: `get`, and `set`."""
 
     def __init__(self, **settings: str) -> None:
         self.settings = dict(settings)
 
-    def get(self, key: str, default: str) -> str:
+    def get(self, key: str, default: str | None = None) -> str | None:
         return self.settings.get(key, default)
 
     def set(self, key: str, value: str) -> None:

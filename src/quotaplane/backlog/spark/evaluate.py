@@ -41,10 +41,11 @@ def kept_schema(checked: T.StructType) -> T.StructType:
     return T.StructType([T.StructField(n, from_arrow_type(t), nullable(n)) for n, t in OUTPUT_TYPES.items()])
 
 
-def decided_rows(checked: DataFrame, policies: BacklogPolicies) -> DataFrame:
+def decided_rows(checked: DataFrame, policies: BacklogPolicies, partitions: int | None = None) -> DataFrame:
     """The snapshot rows the tables read (each check's row, each evicted subscription's row, and
     each topic's totals on one row), with the quotas, decision, eviction and counters (see the
-    module doc). Without `_reason`, every row of `checked` passed the row rules."""
+    module doc), in `partitions` partitions (None: the session's shuffle partitions, which
+    adaptive execution may merge). Without `_reason`, every row of `checked` passed the row rules."""
     if REASON not in checked.columns:
         checked = checked.withColumn(REASON, F.lit(None).cast("string"))
     schema = kept_schema(checked.schema)
@@ -57,7 +58,9 @@ def decided_rows(checked: DataFrame, policies: BacklogPolicies) -> DataFrame:
             decided = decide(table, policies)
             yield from decided.cast(_like(arrow, table.schema.field("topic").type)).to_batches()
 
-    return checked.select(*INPUT).repartition("topic").mapInArrow(partition, schema)
+    rows = checked.select(*INPUT)
+    by_topic = rows.repartition("topic") if partitions is None else rows.repartition(partitions, "topic")
+    return by_topic.mapInArrow(partition, schema)
 
 
 def _like(schema: pa.Schema, text: pa.DataType) -> pa.Schema:

@@ -47,6 +47,7 @@ from quotaplane.core.policy import Outputs, StageContext, StageResult
 from quotaplane.core.spark.driver_reads import read_run_input
 from quotaplane.core.spark.local_table import local_table
 from quotaplane.core.spark.readers import REASON, ReadCounts, ReadResult, write_quarantine
+from quotaplane.core.spark.session import slot_partitions
 from quotaplane.core.spark.side_by_side import side_by_side
 from quotaplane.core.spark.tables import read_written, write_parquet
 
@@ -62,7 +63,9 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
     try:
         with ctx.progress.step("backlog: read snapshots and check every tick"):
             read = read_run_input(ctx, BACKLOG_SNAPSHOTS, path)
-            rows = decided_rows(read.checked.select(*read.schema.field_names, REASON), policies)
+            # cached: its partitions are not merged, so there are as many as the cores that run them
+            rows = decided_rows(read.checked.select(*read.schema.field_names, REASON), policies,
+                                slot_partitions(ctx.spark))
             result = evaluation(rows.persist(StorageLevel.MEMORY_AND_DISK))
             start = time.perf_counter()
             totals = [r.asDict(recursive=True) for r in result.totals.collect()]

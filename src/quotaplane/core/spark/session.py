@@ -134,6 +134,16 @@ def tasks_for(rows: int, rows_per_task: int, limit: int, slots: int | None = Non
     return min(limit, tasks)
 
 
+def slot_partitions(spark: Any) -> int:
+    """The partitions of a shuffle whose output is cached: one per task slot, at most the shuffle
+    partitions (all of them when the slots are unknown: Spark Connect). Adaptive execution merges
+    none of a cached plan's partitions (`spark.sql.optimizer.canChangeCachedPlanOutputPartitioning`
+    is off), and a task past the slots costs its scheduling and its Python worker's round trip
+    (docs/performance.md, "The backlog's cached rows in one partition per core")."""
+    limit, slots = shuffle_partitions(spark), task_slots(spark)
+    return limit if slots is None else min(limit, slots)
+
+
 def split_scans(spark: Any) -> None:
     """Have file scans split into `SPLITS_PER_SLOT` tasks per task slot at least, unless the session
     sets `spark.sql.files.minPartitionNum` itself (or does not see its cluster: Spark Connect)."""
