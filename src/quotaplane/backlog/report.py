@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quotaplane.core.report import TIME_SERIES_MARGINS, Section, place_grid
+from quotaplane.core.report import TIME_SERIES_MARGINS, Section, place_grid, time_axis
 
 TOP_TOPICS = 20
 
@@ -34,20 +34,16 @@ class BacklogReportData:
     notes: list[str] = field(default_factory=list)
 
 
-def _time_axis(ts_ms: pd.Series) -> pd.Series:
-    return pd.to_datetime(ts_ms, unit="ms", utc=True)
-
-
 def age_figure(series: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(10, 4))
     ax = fig.add_subplot(1, 1, 1)
     for i, (topic, rows) in enumerate(series.groupby("topic", sort=True)):
         rows = rows.sort_values("ts_ms")
         color = f"C{i % 10}"
-        ax.plot(_time_axis(rows["ts_ms"]), rows["age"], color=color, label=topic.split("/", 2)[-1], lw=1.2)
+        ax.plot(time_axis(rows["ts_ms"]), rows["age"], color=color, label=topic.split("/", 2)[-1], lw=1.2)
         limits = rows["time_limit"]
         if (limits > 0).any():
-            ax.plot(_time_axis(rows["ts_ms"]), limits.where(limits > 0), color=color, ls="--", lw=0.9)
+            ax.plot(time_axis(rows["ts_ms"]), limits.where(limits > 0), color=color, ls="--", lw=0.9)
     ax.set_ylabel("backlog age (s)")
     ax.set_title("Backlog age (solid) against the time quota (dashed)")
     ax.grid(alpha=0.3)
@@ -62,7 +58,7 @@ def evictions_figure(series: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(10, 3.2))
     ax = fig.add_subplot(1, 1, 1)
     rows = series.sort_values("ts_ms")
-    x = _time_axis(rows["ts_ms"])
+    x = time_axis(rows["ts_ms"])
     ax.step(x, rows["size_runs"].cumsum(), where="post", label="size (destination_storage)")
     ax.step(x, rows["time_runs"].cumsum(), where="post", label="time (message_age)")
     ax.set_ylabel("eviction runs (cumulative)")

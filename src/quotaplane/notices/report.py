@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quotaplane.core.report import Section, place_grid, text_width_inches
+from quotaplane.core.report import Section, place_grid, text_width_inches, time_axis
 from quotaplane.notices.engine.evaluate import (
     COMPARISON_COLUMNS,
     IN_TIME,
@@ -206,7 +206,7 @@ def timeline_figure(timeline: pd.DataFrame, bucket_ms: int) -> Figure:
     buckets = pd.RangeIndex(first, last + 2 * bucket_ms, bucket_ms)
     counts = timeline.pivot_table(index="bucket_start_ms", columns="reason", values="notices", aggfunc="sum",
                                   fill_value=0).reindex(buckets, fill_value=0)
-    when = pd.to_datetime(counts.index, unit="ms", utc=True)
+    when = time_axis(counts.index)
     # each reason one filled step over the ones below it (a bar per bucket costs a patch each)
     base = pd.Series(0, index=counts.index)
     for reason in _reasons_in(timeline):
@@ -221,7 +221,7 @@ def timeline_figure(timeline: pd.DataFrame, bucket_ms: int) -> Figure:
     top.legend(fontsize=7, loc="upper left")
     columns = ["connection_paused_ms", "connection_paused_ms_without_notices"]
     paused = timeline.groupby("bucket_start_ms")[columns].sum().reindex(buckets, fill_value=0)
-    at = pd.to_datetime(paused.index, unit="ms", utc=True)
+    at = time_axis(paused.index)
     bottom.step(at, paused["connection_paused_ms_without_notices"] / 1000, where="post", color="C7",
                 label="without notices (today)")
     bottom.step(at, paused["connection_paused_ms"] / 1000, where="post", color="C0",

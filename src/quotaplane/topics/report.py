@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quotaplane.core.report import TIME_SERIES_MARGINS, Section, place_grid
+from quotaplane.core.report import TIME_SERIES_MARGINS, Section, place_grid, time_axis
 
 TOP_TOPICS = 8
 
@@ -52,7 +52,7 @@ def rate_figure(series: pd.DataFrame, interval_ms: int) -> Figure:
     ax = fig.add_subplot(1, 1, 1)
     for i, ((broker_id, topic), rows) in enumerate(series.groupby(["broker_id", "topic"], sort=True)):
         rows = rows.sort_values("interval_start_ms")
-        when = pd.to_datetime(rows["interval_start_ms"], unit="ms", utc=True)
+        when = time_axis(rows["interval_start_ms"])
         color = f"C{i % 10}"
         ax.plot(when, rows["max_topic_rate"], color=color, lw=1.2, label=f"{topic} @ broker {broker_id}")
         ax.plot(when, rows["max_topic_threshold"], color=color, lw=0.9, ls="--")
@@ -79,7 +79,7 @@ def dropped_figure(series: pd.DataFrame, interval_ms: int) -> Figure:
         starts = table.index.to_numpy()
         edges = np.union1d(starts, starts + interval_ms)
         table = table.reindex(edges, fill_value=0)
-        when = pd.to_datetime(edges, unit="ms", utc=True)
+        when = time_axis(edges)
         bottom = np.zeros(len(edges))
         for i, key in enumerate(table.columns):
             top = bottom + table[key].to_numpy()
