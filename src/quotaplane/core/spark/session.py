@@ -138,7 +138,7 @@ def slot_partitions(spark: Any) -> int:
     """The partitions of a shuffle whose output is cached: one per task slot, at most the shuffle
     partitions (all of them when the slots are unknown: Spark Connect). Adaptive execution merges
     none of a cached plan's partitions (`spark.sql.optimizer.canChangeCachedPlanOutputPartitioning`
-    is off), and a task past the slots costs its scheduling and its Python worker's round trip
+    is off by default), and a task past the slots costs its scheduling and its Python worker's round trip
     (docs/performance.md, "The backlog's cached rows in one partition per core")."""
     limit, slots = shuffle_partitions(spark), task_slots(spark)
     return limit if slots is None else min(limit, slots)
