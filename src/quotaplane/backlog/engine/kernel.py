@@ -165,8 +165,8 @@ class _Checks:
         self.publish, self.has_publish = publish[used], has_publish[used]
         self.close, self.has_close = close[used], has_close[used]
         # the slowest cursor first (`oldest.oldest_key`; no backlog last); within a tick the rows are
-        # in subscription order, so a row's position breaks the last tie
-        order = np.lexsort((np.arange(len(r)), -size, self.publish, ~self.has_publish, self.check))
+        # in subscription order, and `lexsort` is stable, so a row's position breaks the last tie
+        order = np.lexsort((-size, self.publish, ~self.has_publish, self.check))
         self.slowest_rank = np.empty(len(r), np.int64)
         self.slowest_rank[order] = np.arange(len(r)) - self.starts[self.check[order]]
         o = order[self.starts]  # each check's oldest subscription (a row of `r`)
