@@ -62,9 +62,9 @@ def series(checks: DataFrame, lo: int, hi: int, plotted: list[str]) -> list[Any]
 
 
 def series_frame(checks: DataFrame, lo: int, hi: int, plotted: list[str]) -> DataFrame:
-    """In one aggregation of the checks (`Evaluation.checks`): per tick (`_tick` set) its bucket and
-    eviction runs; per plotted topic and bucket the first tick, largest age and time limit; per topic
-    and holder of the oldest message its ticks."""
+    """In one aggregation of the checks (`Evaluation.checks`, or the table written from them): per
+    tick (`_tick` set) its bucket and eviction runs; per plotted topic and bucket the first tick,
+    largest age and time limit; per topic and holder of the oldest message its ticks."""
     def runs(quota_type: str) -> Any:
         return F.count(F.when(F.col("eviction_run") & (F.col("exceeded") == quota_type), 1))
 

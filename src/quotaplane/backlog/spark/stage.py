@@ -15,7 +15,8 @@ partition; see `quotaplane.backlog.spark.evaluate`), cached: the first action co
 row per topic (row counts, check counts, eviction totals, each topic's last check), from which the
 read counts, summary, topic stats, metrics and report table are built in Python; the two big tables
 are written from the cache, side by side with each other and with the small ones; the report's
-series and holders are one more small aggregation of the checks.
+series and holders are one more small aggregation of the written checks (the seven columns it
+reads, read back, cost less than the cached rows: 0.72 s against 1.04 s at S 4x).
 Only when rows were quarantined is the input read again, to write them with their original text.
 
 One observation of `pulsar_storage_backlog_quota_check_duration_seconds` is the wall-clock time
@@ -97,7 +98,8 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
             table = topic_table(topics)
             lo = min((t["first_ts"] for t in topics), default=0)
             hi = 0 if last_ts_ms is None else last_ts_ms
-            aggregates = series(result.checks, lo, hi, list(table["topic"].head(PLOTTED_TOPICS)))
+            # from the written checks: the columns it needs, read back, cost less than the cached rows
+            aggregates = series(checks, lo, hi, list(table["topic"].head(PLOTTED_TOPICS)))
             summary = _summary(totals, tick_count(aggregates), policies, duration, len(parts))
             kpis = [("check ticks", summary["ticks"]), ("topics", summary["topics"]),
                     ("size exceeded (topic-ticks)", summary["size_exceeded"]),
