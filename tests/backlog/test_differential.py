@@ -25,6 +25,7 @@ from quotaplane.backlog.records import BACKLOG_SNAPSHOTS
 from quotaplane.backlog.spark import topics as T
 from quotaplane.backlog.spark.evaluate import decided_rows, evaluation
 from quotaplane.core.spark.schemas import spark_schema
+from quotaplane.core.spark.session import slot_partitions
 from tests.backlog.strategies import fleet, with_precise
 from tests.support.differential import Engines, assert_engines_agree
 
@@ -55,7 +56,8 @@ def spark_frames(tag: str, policies: BacklogPolicies, snapshots: DataFrame) -> d
     collects them and builds the stats and metrics in Python, `derived`)."""
     # Lazily checkpointed (cached on first use, lineage cut), as the stage caches them: the outputs
     # share them inside the single collecting job instead of recomputing every window per output.
-    result = evaluation(decided_rows(snapshots, policies).localCheckpoint(eager=False))
+    rows = decided_rows(snapshots, policies, slot_partitions(snapshots.sparkSession))
+    result = evaluation(rows.localCheckpoint(eager=False))
     frames = {"checks": result.checks.select(*CHECK_FIELDS),
               "evictions": result.evictions.select(*EVICTION_FIELDS),
               "totals": result.totals.select(F.to_json(F.struct("*")).alias("_totals"))}

@@ -205,10 +205,11 @@ SPARK_KINDS = {"long": "bigint", "int": "int", "double": "double", "string": "st
 @pytest.mark.spark
 def test_declared_tables_are_the_batch_stage_tables(spark) -> None:
     from quotaplane.backlog.spark.evaluate import decided_rows, evaluation
+    from quotaplane.core.spark.session import slot_partitions
     from tests.support.differential import records_frame
 
     frame = records_frame(spark, [as_row(snap(size=5000))], BACKLOG_SNAPSHOTS)
-    result = evaluation(decided_rows(frame, CONFIG))
+    result = evaluation(decided_rows(frame, CONFIG, slot_partitions(spark)))
     written = {CHECKS: result.checks, EVICTIONS: result.evictions}
     for table in INC.tables:
         schema = written[table.name].schema

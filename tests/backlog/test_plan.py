@@ -15,6 +15,7 @@ from quotaplane.backlog.config import parse_backlog_policies
 from quotaplane.backlog.records import BACKLOG_SNAPSHOTS
 from quotaplane.backlog.spark.evaluate import decided_rows, evaluation
 from quotaplane.backlog.spark.report_data import series_frame
+from quotaplane.core.spark.session import slot_partitions
 from tests.support.differential import records_frame
 from tests.support.plans import PYTHON_GROUPS, SHUFFLE, SORT, SORT_AGGREGATE, WINDOW, describe, operators
 
@@ -43,7 +44,8 @@ MAP_IN_ARROW = "MapInArrow"
 @pytest.mark.spark
 @pytest.mark.parametrize("precise", [False, True])
 def test_every_table_is_one_shuffle_and_one_python_pass(spark, precise: bool) -> None:
-    result = evaluation(decided_rows(records_frame(spark, ROWS, BACKLOG_SNAPSHOTS), _policies(precise)))
+    result = evaluation(decided_rows(records_frame(spark, ROWS, BACKLOG_SNAPSHOTS), _policies(precise),
+                                       slot_partitions(spark)))
     # Exchange: the repartition by topic; MapInArrow: the one Python call per partition, which
     # sorts its rows itself
     for name, df in (("rows", result.rows), ("checks", result.checks), ("evictions", result.evictions),
@@ -56,7 +58,8 @@ def test_every_table_is_one_shuffle_and_one_python_pass(spark, precise: bool) ->
 
 @pytest.mark.spark
 def test_the_report_series_are_one_hash_aggregation_of_the_checks(spark) -> None:
-    checks = evaluation(decided_rows(records_frame(spark, ROWS, BACKLOG_SNAPSHOTS), _policies(False))).checks
+    checks = evaluation(decided_rows(records_frame(spark, ROWS, BACKLOG_SNAPSHOTS), _policies(False),
+                                      slot_partitions(spark))).checks
     df = series_frame(checks, 100_000, 200_000, [A])
     ops = operators(df)
     # the rows' shuffle, then the grouping sets: one Expand, one shuffle of partial aggregates,

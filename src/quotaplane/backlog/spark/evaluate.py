@@ -2,7 +2,7 @@
 reader's row rules) in ONE shuffle (by topic) and one Python call per partition over Arrow
 (`mapInArrow`):
 
-    checked.repartition(topic)          the one shuffle: a partition holds whole topics
+    checked.repartition(n, topic)       the one shuffle: a partition holds whole topics
       mapInArrow(kernel.decide)         sort by (topic, tick, subscription), group rules, checks,
                                         evictions, counters and totals: numpy over the Arrow columns
     checks    = topic_rows              one row per (tick, topic), with the counters
@@ -41,11 +41,11 @@ def kept_schema(checked: T.StructType) -> T.StructType:
     return T.StructType([T.StructField(n, from_arrow_type(t), nullable(n)) for n, t in OUTPUT_TYPES.items()])
 
 
-def decided_rows(checked: DataFrame, policies: BacklogPolicies, partitions: int | None = None) -> DataFrame:
+def decided_rows(checked: DataFrame, policies: BacklogPolicies, partitions: int) -> DataFrame:
     """The snapshot rows the tables read (each check's row, each evicted subscription's row, and
     each topic's totals on one row), with the quotas, decision, eviction and counters (see the
-    module doc), in `partitions` partitions (None: the session's shuffle partitions, which
-    adaptive execution may merge). Without `_reason`, every row of `checked` passed the row rules."""
+    module doc), in `partitions` partitions (adaptive execution merges none: the stage caches
+    them). Without `_reason`, every row of `checked` passed the row rules."""
     if REASON not in checked.columns:
         checked = checked.withColumn(REASON, F.lit(None).cast("string"))
     schema = kept_schema(checked.schema)
@@ -58,9 +58,7 @@ def decided_rows(checked: DataFrame, policies: BacklogPolicies, partitions: int 
             decided = decide(table, policies)
             yield from decided.cast(_like(arrow, table.schema.field("topic").type)).to_batches()
 
-    rows = checked.select(*INPUT)
-    by_topic = rows.repartition("topic") if partitions is None else rows.repartition(partitions, "topic")
-    return by_topic.mapInArrow(partition, schema)
+    return checked.select(*INPUT).repartition(partitions, "topic").mapInArrow(partition, schema)
 
 
 def _like(schema: pa.Schema, text: pa.DataType) -> pa.Schema:
