@@ -17,7 +17,16 @@ from quotaplane.backlog.spark.evaluate import decided_rows, evaluation
 from quotaplane.backlog.spark.report_data import series_frame
 from quotaplane.core.spark.session import slot_partitions
 from tests.support.differential import records_frame
-from tests.support.plans import PYTHON_GROUPS, SHUFFLE, SORT, SORT_AGGREGATE, WINDOW, describe, operators
+from tests.support.plans import (
+    MAP_IN_ARROW,
+    PYTHON_GROUPS,
+    SHUFFLE,
+    SORT,
+    SORT_AGGREGATE,
+    WINDOW,
+    describe,
+    operators,
+)
 
 A = "persistent://t/ns/a"
 ROWS = [
@@ -37,8 +46,6 @@ def _policies(precise: bool) -> object:
         "namespaces": {"t/ns": {"message_age": {"limitTime": 5}}},
         "topics": {"persistent://t/ns/p": {"destination_storage": {"limitSize": 0}}}})
 
-
-MAP_IN_ARROW = "MapInArrow"
 
 
 @pytest.mark.spark

@@ -21,6 +21,7 @@ SORT = "Sort"
 SORT_AGGREGATE = "SortAggregate"
 WINDOW = "Window"
 PYTHON_GROUPS = "FlatMapGroupsInPython"  # a pass of Python group functions, pandas or Arrow
+MAP_IN_ARROW = "MapInArrow"  # a pass of one Python call per partition over Arrow
 _COUNTED_AS = {"FlatMapGroupsInPandas": PYTHON_GROUPS, "FlatMapGroupsInArrow": PYTHON_GROUPS}
 
 

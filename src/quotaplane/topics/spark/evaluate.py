@@ -1,8 +1,10 @@
 """The Spark transform: requests -> per-request decisions and final meters, one Arrow group per broker.
 
 spec: kafka-topic-bytes-in-quota. The meters and the decisions are sequential per broker (a rate at
-a tick depends on the bytes accepted before it), so each broker is one `applyInArrow` group. Only
-`broker_id, ts_ms, topic, bytes` cross Arrow into it; it computes the thresholds
+a tick depends on the bytes accepted before it), so each broker is one group. The requests cross one
+shuffle by broker into one `mapInArrow` call per partition, which holds the partition's requests at
+once, splits them by broker in numpy (no sort by broker in Spark) and judges each broker's in turn.
+Only `broker_id, ts_ms, topic, bytes` cross Arrow into it; a group computes the thresholds
 (`broker_thresholds`: the schedule looked up by bisection, and the broker's topic set) and the
 meters and decisions (the numpy `kernel`: a loop over 5 s windows, vectorised inside; see its
 docstring). A group holds one broker's requests of the run. The group works on the Arrow columns
@@ -21,7 +23,7 @@ does not run the groups twice, nor caches their output: `observe_meters` collect
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields
 
 import numpy as np
@@ -85,16 +87,28 @@ def judge_brokers(config: TopicQuotaConfig, as_of_ms: int, partitions: int
     `stage.judging_tasks`)."""
     schedule = ThresholdSchedule(config)
 
-    def group(table: pa.Table) -> pa.Table:
-        return _judge_group(table, config, schedule, as_of_ms)
+    def partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        received = list(batches)
+        if received:
+            for broker in _brokers(pa.Table.from_batches(received)):
+                yield from _judge_group(broker, config, schedule, as_of_ms).to_batches()
 
     def transform(rows: DataFrame) -> DataFrame:
         # a set number of partitions, which adaptive execution does not merge: a few merged
         # partitions of unequal size leave a core idle while the largest one finishes
-        return (rows.select(*INPUT_COLUMNS).repartition(partitions, "broker_id")
-                .groupBy("broker_id").applyInArrow(group, _ROW))
+        return rows.select(*INPUT_COLUMNS).repartition(partitions, "broker_id").mapInArrow(partition, _ROW)
 
     return transform
+
+
+def _brokers(table: pa.Table) -> Iterator[pa.Table]:
+    """A partition's requests, one table per broker (each in the order received)."""
+    broker = table.column("broker_id").to_numpy()
+    order = np.argsort(broker, kind="stable")
+    table, broker = table.take(order), broker[order]
+    starts = np.flatnonzero(np.r_[True, broker[1:] != broker[:-1]])
+    for start, end in zip(starts.tolist(), [*starts[1:].tolist(), len(broker)], strict=True):
+        yield table.slice(start, end - start)
 
 
 def evaluate_requests(config: TopicQuotaConfig, as_of_ms: int, partitions: int

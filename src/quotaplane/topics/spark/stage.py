@@ -17,6 +17,7 @@ topic decisions: the stage provides nothing to `Outputs`.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -142,10 +143,11 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
 
 def judging_tasks(spark: SparkSession, requests: int) -> int:
     """The tasks of the per-broker groups for `requests` used requests: one per `ROWS_PER_TASK`
-    begun, at least one per task slot, rounded up to a multiple of the slots, at most the shuffle
-    partitions (all of them when the cluster's slots are unknown: Spark Connect)."""
+    begun, at least one per task slot (at least the shuffle partitions when the cluster's slots are
+    unknown: Spark Connect), rounded up to a multiple of the slots. The shuffle partitions do not
+    cap them: a task holds its requests in memory at once (`evaluate.judge_brokers`)."""
     limit, slots = shuffle_partitions(spark), task_slots(spark)
-    return tasks_for(requests, ROWS_PER_TASK, limit, slots, at_least=limit if slots is None else slots)
+    return tasks_for(requests, ROWS_PER_TASK, sys.maxsize, slots, at_least=limit if slots is None else slots)
 
 
 def _changes(spark: SparkSession, config: TopicQuotaConfig) -> DataFrame:
