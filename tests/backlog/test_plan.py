@@ -47,7 +47,6 @@ def _policies(precise: bool) -> object:
         "topics": {"persistent://t/ns/p": {"destination_storage": {"limitSize": 0}}}})
 
 
-
 @pytest.mark.spark
 @pytest.mark.parametrize("precise", [False, True])
 def test_every_table_is_one_shuffle_and_one_python_pass(spark, precise: bool) -> None:
