@@ -237,6 +237,8 @@ def test_a_step_has_a_task_per_rows_per_task_begun_up_to_the_limit() -> None:
     # a floor of tasks (a batch step keeps every slot busy), still at most the limit
     assert [tasks_for(n, ROWS_PER_TASK, 8, 2, at_least=2) for n in rows] == [2, 2, 2, 2, 4, 8]
     assert tasks_for(0, ROWS_PER_TASK, 1, 2, at_least=2) == 1
+    # no limit: as many as the rows need
+    assert tasks_for(9 * ROWS_PER_TASK, ROWS_PER_TASK, None, 2) == 10
 
 
 def test_rows_older_than_the_watermark_are_counted_and_kept_as_late(setup) -> None:

@@ -122,16 +122,18 @@ def task_slots(spark: Any) -> int | None:
     return spark.sparkContext.defaultParallelism if isinstance(spark, SparkSession) else None
 
 
-def tasks_for(rows: int, rows_per_task: int, limit: int, slots: int | None = None, at_least: int = 1) -> int:
+def tasks_for(rows: int, rows_per_task: int, limit: int | None, slots: int | None = None,
+              at_least: int = 1) -> int:
     """The tasks of a step over `rows` rows whose partitions adaptive execution does not merge: one
     per `rows_per_task` rows begun and at least `at_least`, more than one rounded up to a multiple
     of the cluster's task `slots` (when known) so that no core waits for a last task alone, at most
-    `limit` (the shuffle partitions). A task past what the rows need costs its scheduling, its
-    Python worker's round trip and its output file (docs/performance.md)."""
+    `limit` (the shuffle partitions; None for a step whose task holds its rows at once, which the
+    rows' count must set). A task past what the rows need costs its scheduling, its Python worker's
+    round trip and its output file (docs/performance.md)."""
     tasks = max(at_least, -(-rows // rows_per_task))
     if tasks > 1 and slots is not None and slots > 1:
         tasks = -(-tasks // slots) * slots
-    return min(limit, tasks)
+    return tasks if limit is None else min(limit, tasks)
 
 
 def slot_partitions(spark: Any) -> int:

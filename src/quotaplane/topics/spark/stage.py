@@ -17,7 +17,6 @@ topic decisions: the stage provides nothing to `Outputs`.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -147,7 +146,7 @@ def judging_tasks(spark: SparkSession, requests: int) -> int:
     unknown: Spark Connect), rounded up to a multiple of the slots. The shuffle partitions do not
     cap them: a task holds its requests in memory at once (`evaluate.judge_brokers`)."""
     limit, slots = shuffle_partitions(spark), task_slots(spark)
-    return tasks_for(requests, ROWS_PER_TASK, sys.maxsize, slots, at_least=limit if slots is None else slots)
+    return tasks_for(requests, ROWS_PER_TASK, None, slots, at_least=limit if slots is None else slots)
 
 
 def _changes(spark: SparkSession, config: TopicQuotaConfig) -> DataFrame:
