@@ -161,8 +161,8 @@ def partitions_for_slots(spark: Any) -> Iterator[int | None]:
     a task, its scheduling and its shuffle files (docs/performance.md, "Stages side by side").
     Gives the partitions in force, None when unchanged (Spark Connect, whose client does not see
     the cluster, or a setting already as low)."""
-    slots = task_slots(spark)
-    if slots is None or shuffle_partitions(spark) <= slots:
+    slots = slot_partitions(spark)
+    if slots == shuffle_partitions(spark):
         yield None
         return
     current = spark.conf.get(SHUFFLE_PARTITIONS)
