@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,8 +12,12 @@ from typing import Any
 from quotaplane.core.policy import RunConfigs
 from quotaplane.run_command import bundled_example
 from quotaplane.sim.run import simulate
+from quotaplane.stream.spark.answers import DRIVER_STEP
 from tests.support.landing import split_telemetry
 
+#: where a micro-batch's keys are stepped: in the driver (these cases' batches are small, below
+#: `spark.quotaplane.stream.driverStepBelowRows`) or by Spark's tasks (the line set to 0)
+STEPS = ("driver-step", "spark-step")
 TABLES = ("storage_decisions", "client_request_decisions", "topic_decisions", "backlog_checks",
           "backlog_evictions")
 WINDOW_MS = 40_000
@@ -74,3 +79,14 @@ def stream_command(case: StreamCase, out: Path, *extra: str, file_per_batch: boo
             "--out", str(out), "--config", str(c.storage), "--client-quotas", str(c.client_quotas),
             "--topic-config", str(c.topics), "--backlog-policies", str(c.backlog_policies),
             "--trigger", "0.5", "--watermark-delay", str(case.delay_ms / 1000), *one, *extra]
+
+
+def step_conf(step: str) -> dict[str, str]:
+    """The Spark configuration that steps the keys as `step` says (one of `STEPS`)."""
+    return {DRIVER_STEP: "0"} if step == "spark-step" else {}
+
+
+def step_env(step: str) -> dict[str, str]:
+    """The environment of a `quotaplane stream` subprocess whose keys are stepped as `step` says."""
+    conf = " ".join(f"--conf {k}={v}" for k, v in step_conf(step).items())
+    return {**os.environ, "PYSPARK_SUBMIT_ARGS": f"{conf} pyspark-shell"} if conf else dict(os.environ)

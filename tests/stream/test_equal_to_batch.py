@@ -11,19 +11,26 @@ import pytest
 from quotaplane.registry import POLICIES
 from quotaplane.stream.plan import streamed_policies
 from quotaplane.stream.run import StreamOptions, run_stream
-from tests.stream.streams import StreamCase, stream_tables
+from tests.stream.streams import STEPS, StreamCase, step_conf, stream_tables
 from tests.support.differential import assert_rows_equal
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def streamed(spark, case: StreamCase) -> Path:
-    out = case.root / "stream"
+@pytest.fixture(scope="module", params=STEPS)
+def streamed(request, spark, case: StreamCase) -> Path:
+    out = case.root / f"stream-{request.param}"
     options = StreamOptions(case.landing, out, out / "_checkpoint", trigger_seconds=0.5,
                             until_idle_seconds=2.0, watermark_delay_ms=case.delay_ms,
                             max_files_per_trigger=1)
-    run_stream(options, streamed_policies(POLICIES, case.configs), display=None, spark=spark)
+    conf = step_conf(request.param)
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        run_stream(options, streamed_policies(POLICIES, case.configs), display=None, spark=spark)
+    finally:
+        for key in conf:
+            spark.conf.unset(key)
     return out
 
 

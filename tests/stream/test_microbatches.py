@@ -23,14 +23,8 @@ from quotaplane.stream.commits import CommitLog
 from quotaplane.stream.keyed import STATE, outcome_counts, outcome_value, partition_step, step_function
 from quotaplane.stream.plan import Streamed
 from quotaplane.stream.spark import microbatch
-from quotaplane.stream.spark.microbatch import (
-    ROWS_PER_FILE,
-    ROWS_PER_TASK,
-    SPLIT_FROM,
-    MicroBatches,
-    files_for,
-    keys_tasks,
-)
+from quotaplane.stream.spark.answers import DEFAULT_DRIVER_STEP_BELOW_ROWS, ROWS_PER_FILE, files_for
+from quotaplane.stream.spark.microbatch import ROWS_PER_TASK, SPLIT_FROM, MicroBatches, keys_tasks
 from quotaplane.stream.spark.source import checked_lines
 from tests.stream.echo import INPUT, TABLE, Echo
 from tests.support.plans import plan_text
@@ -63,10 +57,17 @@ def _batch(spark, path: Path, slots: int | None = None, streamed: Streamed = ECH
     return checked_lines(files, streamed, item, slots)
 
 
+@pytest.fixture(params=[0, DEFAULT_DRIVER_STEP_BELOW_ROWS], ids=["spark-step", "driver-step"])
+def driver_step(request) -> int:
+    """`MicroBatches`' `driver_step_below_rows`: the keys stepped by Spark's tasks (0), or, these
+    batches being small, in the driver (`quotaplane.stream.spark.answers`)."""
+    return request.param
+
+
 @pytest.fixture
-def setup(spark, tmp_path: Path):
+def setup(spark, tmp_path: Path, driver_step: int):
     log = CommitLog(tmp_path / "checkpoint")
-    batches = MicroBatches([ECHO], tmp_path / "out", log, DELAY_MS)
+    batches = MicroBatches([ECHO], tmp_path / "out", log, DELAY_MS, driver_step)
     return spark, tmp_path, log, batches
 
 
@@ -122,15 +123,17 @@ def test_a_micro_batch_is_a_job_to_count_and_one_to_step_keep_state_and_write_a_
     path = _file(tmp / "landing" / "events", "a.jsonl", lines)
     batch = _batch(spark, path)
     context = spark.sparkContext
-    context.setJobGroup("one-micro-batch", "the jobs of one micro-batch")
+    group = f"one-micro-batch-{tmp.name}"  # a group of this test's own: the session keeps old jobs
+    context.setJobGroup(group, "the jobs of one micro-batch")
     try:
         batches.process(batch, 0)
     finally:
         context.setLocalProperty("spark.jobGroup.id", None)
     # nothing quarantined or late: the counts are observed on the job that caches the batch, the
     # keys' outcomes on the job that steps them, in whose tasks they write their state and the
-    # echo table (the policy's first; any other table is a job of its own)
-    assert len(context.statusTracker().getJobIdsForGroup("one-micro-batch")) == 2
+    # echo table (the policy's first; any other table is a job of its own); or, stepped in the
+    # driver, the one job that collects their rows
+    assert len(context.statusTracker().getJobIdsForGroup(group)) == 2
     assert log.latest().totals == {"read:events": 3, "used:events": 3, "quarantined:events": 0,
                                    "late:events": 0, "table:echo": 2}
     assert log.latest().keys == {"echo": 2}
@@ -267,9 +270,9 @@ class _Picky(Echo):
         return Advance({**done.tables, QUARANTINE: bad}, done.late)
 
 
-def test_rows_a_policy_quarantines_are_counted_for_their_input_and_kept(spark, tmp_path) -> None:
+def test_rows_a_policy_quarantines_are_counted_for_their_input_and_kept(spark, tmp_path, driver_step) -> None:
     log = CommitLog(tmp_path / "checkpoint")
-    batches = MicroBatches([Streamed(_Picky(), None, (INPUT,))], tmp_path / "out", log, DELAY_MS)
+    batches = MicroBatches([Streamed(_Picky(), None, (INPUT,))], tmp_path / "out", log, DELAY_MS, driver_step)
     lines = [_event(0, "a"), _event(1_000, "b", -1.0), _event(2_000, "a", -2.0), _event(5_000, "a")]
     batches.process(_batch(spark, _file(tmp_path / "landing" / "events", "a.jsonl", lines)), 0)
     assert log.latest().totals == {"read:events": 4, "used:events": 2, "quarantined:events": 2,
@@ -313,15 +316,15 @@ class _Noted(Echo):
         return Advance({**done.tables, "noted": notes}, done.late)
 
 
-def test_rows_naming_no_key_go_to_every_key_and_cost_nothing_when_there_are_none(spark, tmp_path,
-                                                                                monkeypatch) -> None:
+def test_rows_naming_no_key_go_to_every_key_and_cost_nothing_when_there_are_none(spark, tmp_path, monkeypatch,
+                                                                                driver_step) -> None:
     spread: list[str] = []  # the policies whose rows naming no key were spread, per call
     real = microbatch._spread_unkeyed
     monkeypatch.setattr(microbatch, "_spread_unkeyed", lambda keyed, policy: spread.append(policy.name)
                         or real(keyed, policy))
     log = CommitLog(tmp_path / "checkpoint")
     streamed = Streamed(_Noted(), None, (INPUT, NOTES))
-    batches = MicroBatches([streamed], tmp_path / "out", log, DELAY_MS)
+    batches = MicroBatches([streamed], tmp_path / "out", log, DELAY_MS, driver_step)
 
     def batch(name: str, events: list[str], notes: list[str]):
         return (_batch(spark, _file(tmp_path / "landing" / "events", name, events), streamed=streamed)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.stream.streams import StreamCase, stream_command, stream_tables
+from tests.stream.streams import STEPS, StreamCase, step_env, stream_command, stream_tables
 from tests.support.differential import assert_rows_equal
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -22,11 +22,12 @@ def _commits(out: Path) -> int:
     return len(list(folder.glob("*.json"))) if folder.is_dir() else 0
 
 
-def test_a_killed_stream_restarts_and_loses_or_doubles_nothing(spark, case: StreamCase, batch,
+@pytest.mark.parametrize("step", STEPS)
+def test_a_killed_stream_restarts_and_loses_or_doubles_nothing(spark, case: StreamCase, batch, step: str,
                                                                 tmp_path: Path) -> None:
     out = tmp_path / "out"
     first = subprocess.Popen(stream_command(case, out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             start_new_session=True)
+                             start_new_session=True, env=step_env(step))
     try:
         deadline = time.monotonic() + 240
         while _commits(out) < 1 and time.monotonic() < deadline and first.poll() is None:
@@ -40,7 +41,7 @@ def test_a_killed_stream_restarts_and_loses_or_doubles_nothing(spark, case: Stre
     killed_at = _commits(out)
     assert killed_at < case.windows, "the stream had finished before the kill: nothing was tested"
     second = subprocess.run(stream_command(case, out, "--until-idle", "2"), capture_output=True, text=True,
-                            timeout=600)
+                            timeout=600, env=step_env(step))
     assert second.returncode == 0, second.stderr
     tables = stream_tables(spark, out)
     for table, expected in batch.items():

@@ -142,8 +142,9 @@ def start_standalone(workers: int = 2, cores: int = 1, memory: str = "1g",
 
 
 def start_connect_server(work_dir: Path | None = None, timeout: float = 90.0,
-                         master: str = "local[2]") -> LocalCluster:
-    """Start a Spark Connect server on loopback; return once it accepts connections."""
+                         master: str = "local[2]", conf: dict[str, str] | None = None) -> LocalCluster:
+    """Start a Spark Connect server on loopback, with `conf` besides its own settings; return once
+    it accepts connections."""
     work = work_dir or Path(tempfile.mkdtemp(prefix="quotaplane-connect-"))
     work.mkdir(parents=True, exist_ok=True)
     env = _env(work / "logs")
@@ -157,6 +158,7 @@ def start_connect_server(work_dir: Path | None = None, timeout: float = 90.0,
          "--conf", f"spark.connect.grpc.binding.port={port}",
          "--conf", "spark.ui.enabled=false",
          "--conf", "spark.sql.session.timeZone=UTC",
+         *(arg for key, value in (conf or {}).items() for arg in ("--conf", f"{key}={value}")),
          "spark-internal"], work / "connect.log", env))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

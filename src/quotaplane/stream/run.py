@@ -60,10 +60,12 @@ def run_stream(options: StreamOptions, streamed: list[Streamed], display: TextIO
         from quotaplane.core.spark.session import build_session
 
         spark = build_session(master=options.master, remote=options.remote, app_name="quotaplane-stream")
+    from quotaplane.stream.spark.answers import driver_step_below_rows
     from quotaplane.stream.spark.microbatch import MicroBatches
     from quotaplane.stream.spark.source import landing_rows
 
-    batches = MicroBatches(streamed, options.out, log, options.watermark_delay_ms)
+    batches = MicroBatches(streamed, options.out, log, options.watermark_delay_ms,
+                           driver_step_below_rows(spark))
     inputs = [i.name for s in streamed for i in s.inputs]
     source = landing_rows(spark, landing, streamed, options.max_files_per_trigger)
     stop = threading.Event()

@@ -6,9 +6,10 @@ break a rule go to `quarantine/<input>/batch=<n>` with the reason, used rows who
 below the previous commit's watermark go to `late/<input>/batch=<n>` (never silently dropped), and
 the rest go to their policy, split by its key: the key's state (from the previous commit) and its
 new rows are one group, stepped in a task of `mapInArrow` over rows partitioned and sorted by key
-(`quotaplane.stream.keyed`). The decided rows are written to the policy's tables under `batch=<n>`
-(the first table by the job that steps the keys), the new state to the checkpoint (by the stepping
-tasks, a file each), then the commit is recorded (`quotaplane.stream.commits`). Per input and
+(`quotaplane.stream.keyed`), or in the driver when they are few (`quotaplane.stream.spark.answers`).
+The decided rows are written to the policy's tables under `batch=<n>` (the first table by the job
+that steps the keys), the new state to the checkpoint (by the stepping tasks, a file each), then
+the commit is recorded (`quotaplane.stream.commits`). Per input and
 batch `read = used + quarantined + late`, where `used` counts the rows handed to a policy.
 
 The watermark is the latest event time seen (over every input) minus `--watermark-delay`, never
@@ -21,13 +22,13 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -37,20 +38,18 @@ from quotaplane.core.spark.tables import write_parquet
 from quotaplane.stream.commits import Commit, CommitLog, publish, staging_dir
 from quotaplane.stream.keyed import LATE_TABLE, STATE, partition_step
 from quotaplane.stream.plan import Streamed
+from quotaplane.stream.spark.answers import (
+    DEFAULT_DRIVER_STEP_BELOW_ROWS,
+    DriverAnswers,
+    SparkAnswers,
+    files_for,
+    observe_all,
+)
 
-_KIND_TYPES: dict[str, T.DataType] = {
-    "long": T.LongType(), "int": T.IntegerType(), "double": T.DoubleType(), "string": T.StringType(),
-    "boolean": T.BooleanType(), "timestamp_ms": T.LongType(),
-}
-ROWS_PER_FILE = 50_000  # a table of a micro-batch is written in a file per this many rows begun
 # the keyed groups of a micro-batch (`keys_tasks`): one task up to SPLIT_FROM rows, then one per
 # task slot, and more only past ROWS_PER_TASK rows a task
 SPLIT_FROM = 10_000
 ROWS_PER_TASK = 1_000_000
-OUT_FIELDS = [
-    T.StructField("key", T.StringType()), T.StructField("table", T.StringType()),
-    T.StructField("row", T.StringType()), T.StructField("through", T.LongType()),
-]
 STATE_SCHEMA = T.StructType([T.StructField("key", T.StringType()), T.StructField("state", T.BinaryType())])
 LATE_SCHEMA = T.StructType([T.StructField("input", T.StringType()), T.StructField("reason", T.StringType()),
                             T.StructField("row", T.StringType())])
@@ -82,29 +81,17 @@ class BatchReport:
         return sum(i["read"] for i in self.inputs.values())
 
 
-def table_schema(table: Table) -> T.StructType:
-    return T.StructType([T.StructField(c.name, _KIND_TYPES[c.kind], True) for c in table.columns])
-
-
-def out_schema(tables: Sequence[Table]) -> T.StructType:
-    """The keys' result (`quotaplane.stream.keyed`): a row's table, its JSON, the state's `through`,
-    and a decided row of each table in the column named after it."""
-    return T.StructType([*OUT_FIELDS, *(T.StructField(t.name, table_schema(t)) for t in tables)])
-
-
-def table_columns(table: Table, parsed: Column) -> list[Column]:
-    return [(F.timestamp_millis(parsed[c.name]) if c.kind == "timestamp_ms" else parsed[c.name]).alias(c.name)
-            for c in table.columns]
-
-
 class MicroBatches:
     """Processes the stream's micro-batches (see the module docstring)."""
 
-    def __init__(self, streamed: Sequence[Streamed], out_dir: Path, log: CommitLog, delay_ms: int) -> None:
+    def __init__(self, streamed: Sequence[Streamed], out_dir: Path, log: CommitLog, delay_ms: int,
+                 driver_step_below_rows: int = DEFAULT_DRIVER_STEP_BELOW_ROWS) -> None:
         self.streamed = list(streamed)
         self.out_dir = out_dir
         self.log = log
         self.delay_ms = delay_ms
+        #: a policy's keys are stepped in the driver below this many rows (`answers.DriverAnswers`)
+        self.driver_step_below_rows = driver_step_below_rows
         self.input_of = {i.name: (s, i) for s in self.streamed for i in s.inputs}
         self.shared = {s.policy.broadcast for s in self.streamed if s.policy.broadcast}
 
@@ -271,28 +258,22 @@ class MicroBatches:
         staged.mkdir(parents=True)
         step = partition_step(policy, streamed.config, watermark, str(staged))
         rows_in = prev_keys + sum(report.inputs.get(i.name, {}).get("used", 0) for i in streamed.inputs)
-        tasks = keys_tasks(rows_in, shuffle_partitions(spark), task_slots(spark))
-        keyed = keyed.repartition(tasks, "key").sortWithinPartitions("key")
         tables = policy.output_tables(streamed.config)
-        kept = _read_again(tables, self.shared)
-        result = keyed.mapInArrow(step, out_schema(tables))
-        if kept:
-            result = result.persist(StorageLevel.MEMORY_AND_DISK)
+        answers: SparkAnswers | DriverAnswers
+        if rows_in < self.driver_step_below_rows:
+            answers = DriverAnswers(spark, keyed, step, tables)
+        else:
+            tasks = keys_tasks(rows_in, shuffle_partitions(spark), task_slots(spark))
+            answers = SparkAnswers(keyed, step, tables, tasks, _read_again(tables, self.shared))
         names = list(dict.fromkeys([STATE, *(t.name for t in tables), LATE_TABLE, QUARANTINE]))
         first = self._partition(tables[0].name, number) if tables else None
         try:
-            # one job steps the keys (each task writes its keys' state), writes the first table and
-            # counts what the keys decided: rows per table, their outcome counts
-            # (`keyed.outcome_counts`), the least `through`
-            kind = F.col("table")
-            counters = [F.count(F.when(kind == name, 1)).alias(f"n_{i}") for i, name in enumerate(names)]
-            counters += [F.min("through").alias("through"),
-                         F.collect_list(F.when(kind == STATE, F.col("row"))).alias("outcomes")]
-            counted = observe_all(result, counters, None if first is None else lambda df: write_parquet(
-                # in the keys' own tasks, so not coalesced: that would step the keys in fewer tasks
-                _typed(df, tables[0]), staging_dir(first)))
-            count_of = {name: int(counted[f"n_{i}"]) for i, name in enumerate(names)}
-            for text in counted["outcomes"]:
+            # the keys are stepped (each writing its state), their answers counted (rows per table,
+            # their outcome counts: `keyed.outcome_counts`, the least `through`) and the first table
+            # written: in one job of Spark's, or in the driver
+            counted = answers.count(names, None if first is None else staging_dir(first))
+            count_of = counted.rows
+            for text in counted.outcomes:
                 for name, values in json.loads(text).items():
                     total = report.outcomes.setdefault(name, {})
                     for value, n in values.items():
@@ -307,28 +288,28 @@ class MicroBatches:
                         publish(staging_dir(first), first)
                     else:  # no partition for a table without rows (nor a table folder before any)
                         shutil.rmtree(staging_dir(first), ignore_errors=True)
-                        if not any(first.parent.iterdir()):
+                        if first.parent.is_dir() and not any(first.parent.iterdir()):
                             first.parent.rmdir()
                 elif count:
-                    self._write(_typed(result, table), table.name, number, count)
+                    part = self._partition(table.name, number)
+                    answers.write(table, staging_dir(part), count)
+                    publish(staging_dir(part), part)
                 if count and table.name in self.shared:
-                    shared_rows = _parsed(result, table).select("_r.*").collect()
-                    report.shared[table.name] = [_plain(r.asDict()) for r in shared_rows]
+                    report.shared[table.name] = [_plain(row) for row in answers.rows(table)]
             if count_of[LATE_TABLE]:
-                late = result.where(F.col("table") == LATE_TABLE).select(
+                late = answers.frame().where(F.col("table") == LATE_TABLE).select(
                     F.from_json("row", LATE_SCHEMA).alias("_l")).select("_l.*")
                 total = count_of[LATE_TABLE]
                 self._write(late, "late", number, total, f"source={policy.name}")
                 report.commit.totals[f"policy_late:{policy.name}"] = report.commit.totals.get(
                     f"policy_late:{policy.name}", 0) + total
             if count_of[QUARANTINE]:
-                self._policy_quarantine(result, streamed, number, report, count_of[QUARANTINE])
+                self._policy_quarantine(answers.frame(), streamed, number, report, count_of[QUARANTINE])
             publish(staged, target)
         finally:
-            if kept:
-                result.unpersist()
+            answers.close()
         through = None if watermark is None else (
-            int(counted["through"]) if counted["through"] is not None else watermark)
+            counted.through if counted.through is not None else watermark)
         for table in tables:
             if table.name in self.shared:
                 report.through[table.name] = through
@@ -386,16 +367,6 @@ def _read_again(tables: Sequence[Table], shared: set[str]) -> bool:
     return len(tables) > 1 or any(t.name in shared for t in tables)
 
 
-def _parsed(result: DataFrame, table: Table) -> DataFrame:
-    """`table`'s rows of the keys' `result`: `_r.*` are its columns."""
-    return result.where(F.col("table") == table.name).select(F.col(table.name).alias("_r"))
-
-
-def _typed(result: DataFrame, table: Table) -> DataFrame:
-    """`table`'s rows of the keys' `result` in its columns and types."""
-    return _parsed(result, table).select(*table_columns(table, F.col("_r")))
-
-
 def keys_tasks(rows: int, limit: int, slots: int | None) -> int:
     """The tasks that step a micro-batch's keys, `rows` rows with their state rows, at most `limit`
     (the shuffle partitions: adaptive execution does not coalesce the shuffle of a cached plan).
@@ -407,29 +378,6 @@ def keys_tasks(rows: int, limit: int, slots: int | None) -> int:
     if slots is None:
         return tasks_for(rows, SPLIT_FROM, limit)
     return tasks_for(rows, ROWS_PER_TASK, limit, slots, at_least=slots if rows > SPLIT_FROM else 1)
-
-
-def files_for(rows: int) -> int:
-    """The files (write tasks) for a table of `rows` rows: one per `ROWS_PER_FILE` begun. A
-    micro-batch's tables are small, and a write task per shuffle partition cost a task, a file
-    and its commit each."""
-    return max(1, -(-rows // ROWS_PER_FILE))
-
-
-def observe_all(df: DataFrame, counters: Sequence[Column],
-                action: Callable[[DataFrame], None] | None = None) -> dict[str, Any]:
-    """The values of the aggregate `counters` over `df`, observed (`DataFrame.observe`) while
-    `action` runs over it (default: a `noop` write, which only computes `df`, caching it when it is
-    persisted). An action's own stages count them: no job, shuffle or stage of their own. Every
-    action here observes in its result stage, whose task's metrics Spark merges once per
-    partition however often it retries it."""
-    observation = Observation()
-    observed = df.observe(observation, *counters)
-    if action is None:
-        observed.write.format("noop").mode("overwrite").save()
-    else:
-        action(observed)
-    return dict(observation.get)
 
 
 def _spread_unkeyed(keyed: DataFrame, policy: Incremental[Any]) -> DataFrame:
