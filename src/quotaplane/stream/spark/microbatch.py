@@ -9,8 +9,8 @@ new rows are one group, stepped in a task of `mapInArrow` over rows partitioned 
 (`quotaplane.stream.keyed`), or in the driver when they are few (`quotaplane.stream.spark.answers`).
 The decided rows are written to the policy's tables under `batch=<n>` (the first table by the job
 that steps the keys), the new state to the checkpoint (by the stepping tasks, a file each), then
-the commit is recorded (`quotaplane.stream.commits`). Per input and
-batch `read = used + quarantined + late`, where `used` counts the rows handed to a policy.
+the commit is recorded (`quotaplane.stream.commits`). Per input and batch
+`read = used + quarantined + late`, where `used` counts the rows handed to a policy.
 
 The watermark is the latest event time seen (over every input) minus `--watermark-delay`, never
 lower than the previous one; the final flush of `--until-idle` decides everything (no watermark)
