@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from quotaplane.core.errors import ConfigError, InputError
+from quotaplane.core.errors import InputError
+from quotaplane.core.spark.settings import rows_setting
 from quotaplane.core.telemetry_files import COMPRESSED_SUFFIXES, input_files
 
 FACTORY_MODE = "spark.sql.codegen.factoryMode"
@@ -89,15 +90,8 @@ def _lines(file: Path, limit: int) -> int:
 
 def interpreted_below_rows(spark: Any) -> int:
     """`spark.quotaplane.interpretedBelowRows` of the session (default 50,000)."""
-    value = spark.conf.get(THRESHOLD, str(DEFAULT_INTERPRETED_BELOW_ROWS))
-    try:
-        rows = int(value)
-    except ValueError:
-        rows = -1
-    if rows < 0:
-        raise ConfigError(THRESHOLD, value, "must be a whole number of rows, 0 or more",
-                          "0 keeps Spark's generated code for every run")
-    return rows
+    return rows_setting(spark, THRESHOLD, DEFAULT_INTERPRETED_BELOW_ROWS,
+                        "0 keeps Spark's generated code for every run")
 
 
 @contextmanager

@@ -36,8 +36,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from quotaplane.core.errors import ConfigError
 from quotaplane.core.incremental import Table
+from quotaplane.core.spark.settings import rows_setting
 from quotaplane.core.spark.tables import DICTIONARY_PAGE_BYTES, write_parquet
 from quotaplane.stream.keyed import STATE
 
@@ -63,15 +63,8 @@ Step = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 def driver_step_below_rows(spark: Any) -> int:
     """`spark.quotaplane.stream.driverStepBelowRows` of the session (default 10,000)."""
-    value = spark.conf.get(DRIVER_STEP, str(DEFAULT_DRIVER_STEP_BELOW_ROWS))
-    try:
-        rows = int(value)
-    except ValueError:
-        rows = -1
-    if rows < 0:
-        raise ConfigError(DRIVER_STEP, value, "must be a whole number of rows, 0 or more",
-                          "0 steps every micro-batch's keys in Spark's tasks")
-    return rows
+    return rows_setting(spark, DRIVER_STEP, DEFAULT_DRIVER_STEP_BELOW_ROWS,
+                        "0 steps every micro-batch's keys in Spark's tasks")
 
 
 def table_schema(table: Table) -> T.StructType:
