@@ -21,33 +21,21 @@ from quotaplane.stream.spark.answers import (
     driver_step_below_rows,
 )
 from tests.stream.echo import TABLE, Echo
+from tests.support.fake_spark import FakeSpark
 
 NAMES = [STATE, TABLE.name, LATE_TABLE, QUARANTINE]
 
 
-class _Conf:
-    def __init__(self, values: dict[str, str]) -> None:
-        self.values = values
-
-    def get(self, key: str, default: str | None = None) -> str | None:
-        return self.values.get(key, default)
-
-
-class _Session:
-    def __init__(self, **values: str) -> None:
-        self.conf = _Conf(values)
-
-
 def test_the_line_is_ten_thousand_rows_unless_the_session_sets_it() -> None:
-    assert driver_step_below_rows(_Session()) == DEFAULT_DRIVER_STEP_BELOW_ROWS == 10_000
-    assert driver_step_below_rows(_Session(**{DRIVER_STEP: "0"})) == 0
-    assert driver_step_below_rows(_Session(**{DRIVER_STEP: "250000"})) == 250_000
+    assert driver_step_below_rows(FakeSpark()) == DEFAULT_DRIVER_STEP_BELOW_ROWS == 10_000
+    assert driver_step_below_rows(FakeSpark(**{DRIVER_STEP: "0"})) == 0
+    assert driver_step_below_rows(FakeSpark(**{DRIVER_STEP: "250000"})) == 250_000
 
 
 @pytest.mark.parametrize("value", ["-1", "ten", "1.5", ""])
 def test_a_line_that_is_not_a_count_of_rows_names_the_property_the_value_and_the_rule(value: str) -> None:
     with pytest.raises(ConfigError) as error:
-        driver_step_below_rows(_Session(**{DRIVER_STEP: value}))
+        driver_step_below_rows(FakeSpark(**{DRIVER_STEP: value}))
     assert str(error.value).startswith(f"{DRIVER_STEP}={value}: must be a whole number of rows, 0 or more")
 
 
