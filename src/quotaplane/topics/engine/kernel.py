@@ -139,12 +139,12 @@ class _Broker:
         # Java compares double > long as double > (double) long
         self.thr = topic_threshold[perm].astype(np.float64)
         self.error = error[perm]
-        window_start = _run_starts(window_of)
+        window_start = run_starts(window_of)
         busy_window = window_of[window_start]
         self.window_index = np.repeat(np.arange(len(window_start)), np.diff(np.r_[window_start, n]))
         self.lo, self.mid, self.hi = (np.searchsorted(part, 2 * busy_window + i).tolist() for i in range(3))
         # Marks per part and topic, as if no request were throttled (accepted, or error).
-        u_start = _run_starts(part_topic)
+        u_start = run_starts(part_topic)
         self.u_part = u_part = part[u_start]
         self.u_topic = self.t[u_start]
         self.u_accepted = _run_sums(accepted_size[perm], u_start)
@@ -370,7 +370,7 @@ def _first_times(ts: np.ndarray, topic: np.ndarray, n_topics: int) -> np.ndarray
     return created
 
 
-def _run_starts(values: np.ndarray) -> np.ndarray:
+def run_starts(values: np.ndarray) -> np.ndarray:
     """Where each run of equal values in `values` (sorted) starts."""
     if not len(values):
         return np.zeros(0, dtype=np.int64)

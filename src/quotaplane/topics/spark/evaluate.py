@@ -47,7 +47,7 @@ from quotaplane.topics.engine.decision import (
     REASON_TOO_LARGE,
 )
 from quotaplane.topics.engine.evaluate import MeterSnapshot
-from quotaplane.topics.engine.kernel import evaluate_broker
+from quotaplane.topics.engine.kernel import evaluate_broker, run_starts
 from quotaplane.topics.engine.thresholds import ThresholdSchedule
 
 TOTAL_SOURCE = "total"
@@ -106,7 +106,7 @@ def _brokers(table: pa.Table) -> Iterator[pa.Table]:
     broker = table.column("broker_id").to_numpy()
     order = np.argsort(broker, kind="stable")
     table, broker = table.take(order), broker[order]
-    starts = np.flatnonzero(np.r_[True, broker[1:] != broker[:-1]])
+    starts = run_starts(broker)
     for start, end in zip(starts.tolist(), [*starts[1:].tolist(), len(broker)], strict=True):
         yield table.slice(start, end - start)
 
