@@ -23,8 +23,15 @@ from quotaplane.stream.commits import CommitLog
 from quotaplane.stream.keyed import STATE, outcome_counts, outcome_value, partition_step, step_function
 from quotaplane.stream.plan import Streamed
 from quotaplane.stream.spark import microbatch
-from quotaplane.stream.spark.answers import DEFAULT_DRIVER_STEP_BELOW_ROWS, ROWS_PER_FILE, files_for
-from quotaplane.stream.spark.microbatch import ROWS_PER_TASK, SPLIT_FROM, MicroBatches, keys_tasks
+from quotaplane.stream.spark.answers import (
+    DEFAULT_DRIVER_STEP_BELOW_ROWS,
+    ROWS_PER_FILE,
+    ROWS_PER_TASK,
+    SPLIT_FROM,
+    files_for,
+    keys_tasks,
+)
+from quotaplane.stream.spark.microbatch import MicroBatches
 from quotaplane.stream.spark.source import checked_lines
 from tests.stream.echo import INPUT, TABLE, Echo
 from tests.support.plans import plan_text

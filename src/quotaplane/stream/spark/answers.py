@@ -37,12 +37,18 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from quotaplane.core.incremental import Table
+from quotaplane.core.spark.session import tasks_for
 from quotaplane.core.spark.settings import rows_setting
 from quotaplane.core.spark.tables import DICTIONARY_PAGE_BYTES, write_parquet
 from quotaplane.stream.keyed import STATE
 
+# the keys' Spark step (`keys_tasks`): one task up to SPLIT_FROM rows, then one per task slot, and
+# more only past ROWS_PER_TASK rows a task
+SPLIT_FROM = 10_000
+ROWS_PER_TASK = 1_000_000
 DRIVER_STEP = "spark.quotaplane.stream.driverStepBelowRows"
-DEFAULT_DRIVER_STEP_BELOW_ROWS = 10_000
+#: the driver steps what Spark's step would give one task
+DEFAULT_DRIVER_STEP_BELOW_ROWS = SPLIT_FROM
 ROWS_PER_FILE = 50_000  # a table of a micro-batch is written in a file per this many rows begun
 
 _KIND_TYPES: dict[str, T.DataType] = {
@@ -80,6 +86,19 @@ def out_schema(tables: Sequence[Table]) -> T.StructType:
 def table_columns(table: Table, parsed: Column) -> list[Column]:
     return [(F.timestamp_millis(parsed[c.name]) if c.kind == "timestamp_ms" else parsed[c.name]).alias(c.name)
             for c in table.columns]
+
+
+def keys_tasks(rows: int, limit: int, slots: int | None) -> int:
+    """The tasks that step a micro-batch's keys, `rows` rows with their state rows, at most `limit`
+    (the shuffle partitions: adaptive execution does not coalesce the shuffle of a cached plan).
+    One up to `SPLIT_FROM` rows; then one per task slot, and more (a multiple of the slots) only
+    past `ROWS_PER_TASK` rows a task: a Python task costs 50-75 ms of its own, so a micro-batch of
+    41,000 requests stepped in six tasks on two cores took a fifth longer than in two
+    (docs/performance.md, "The keys in a task per core"). Without the slots (Spark Connect), one
+    task per `SPLIT_FROM` rows begun."""
+    if slots is None:
+        return tasks_for(rows, SPLIT_FROM, limit)
+    return tasks_for(rows, ROWS_PER_TASK, limit, slots, at_least=slots if rows > SPLIT_FROM else 1)
 
 
 def files_for(rows: int) -> int:

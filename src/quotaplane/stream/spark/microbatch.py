@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from quotaplane.core.incremental import QUARANTINE, Incremental, Table
-from quotaplane.core.spark.session import shuffle_partitions, task_slots, tasks_for
+from quotaplane.core.spark.session import shuffle_partitions, task_slots
 from quotaplane.core.spark.tables import write_parquet
 from quotaplane.stream.commits import Commit, CommitLog, publish, staging_dir
 from quotaplane.stream.keyed import LATE_TABLE, STATE, partition_step
@@ -43,13 +43,10 @@ from quotaplane.stream.spark.answers import (
     DriverAnswers,
     SparkAnswers,
     files_for,
+    keys_tasks,
     observe_all,
 )
 
-# the keyed groups of a micro-batch (`keys_tasks`): one task up to SPLIT_FROM rows, then one per
-# task slot, and more only past ROWS_PER_TASK rows a task
-SPLIT_FROM = 10_000
-ROWS_PER_TASK = 1_000_000
 STATE_SCHEMA = T.StructType([T.StructField("key", T.StringType()), T.StructField("state", T.BinaryType())])
 LATE_SCHEMA = T.StructType([T.StructField("input", T.StringType()), T.StructField("reason", T.StringType()),
                             T.StructField("row", T.StringType())])
@@ -365,19 +362,6 @@ def _read_again(tables: Sequence[Table], shared: set[str]) -> bool:
     again to write those: the same rows, state and watermark give the same rows, and the state
     files the second step writes replace the first's before the state is published."""
     return len(tables) > 1 or any(t.name in shared for t in tables)
-
-
-def keys_tasks(rows: int, limit: int, slots: int | None) -> int:
-    """The tasks that step a micro-batch's keys, `rows` rows with their state rows, at most `limit`
-    (the shuffle partitions: adaptive execution does not coalesce the shuffle of a cached plan).
-    One up to `SPLIT_FROM` rows; then one per task slot, and more (a multiple of the slots) only
-    past `ROWS_PER_TASK` rows a task: a Python task costs 50-75 ms of its own, so a micro-batch of
-    41,000 requests stepped in six tasks on two cores took a fifth longer than in two
-    (docs/performance.md, "The keys in a task per core"). Without the slots (Spark Connect), one
-    task per `SPLIT_FROM` rows begun."""
-    if slots is None:
-        return tasks_for(rows, SPLIT_FROM, limit)
-    return tasks_for(rows, ROWS_PER_TASK, limit, slots, at_least=slots if rows > SPLIT_FROM else 1)
 
 
 def _spread_unkeyed(keyed: DataFrame, policy: Incremental[Any]) -> DataFrame:
