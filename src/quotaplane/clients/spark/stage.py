@@ -13,9 +13,9 @@ Writes under the output directory:
   when there are some).
 
 Passes over the rows: the check's count, the decisions (one shuffle by broker, one Python call per
-partition, written as decided), the intervals (from the written decisions). Everything else comes
-from one aggregation of the intervals per sharing group, collected once (`report_data`), and one
-query for the intervals of the groups the report draws.
+partition, which writes the rows it decides), the intervals (from the written decisions).
+Everything else comes from one aggregation of the intervals per sharing group, collected once
+(`report_data`), and one query for the intervals of the groups the report draws.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from quotaplane.clients.engine.evaluate import records_every_type
 from quotaplane.clients.engine.settings import ClientQuotaSettings
 from quotaplane.clients.records import CLIENT_REQUESTS
 from quotaplane.clients.spark import report_data
-from quotaplane.clients.spark.evaluate import TABLE_DROPS, evaluate_requests
+from quotaplane.clients.spark.evaluate import TABLE_DROPS, write_decisions
 from quotaplane.clients.spark.groups import FactorTable
 from quotaplane.clients.spark.intervals import (
     STANDING_COLUMNS,
@@ -100,15 +100,15 @@ def run_stage(ctx: StageContext, run_config: ClientsRunConfig,
         config, settings = run_config.quotas, run_config.settings(storage_decisions is not None)
         storage_combined = settings.storage_combined
         with ctx.progress.step("clients: measuring rates and throttle times"):
-            # one shuffle (by broker) and one Python call per partition; the rows are written as
-            # they are decided
+            # one shuffle (by broker) and one Python call per partition, which writes the rows it
+            # decides
             requests = (checked.used.withColumnRenamed(FILE_ID, "_file").withColumnRenamed(POSITION, "_row")
                         .withColumn("config_id", F.lit(0).cast("long")))
             partitions = max(shuffle_partitions(spark),
                              -(-counts.used // ROWS_PER_PARTITION))
             columns = [c for c in output_schema({0: config}, settings).names if c not in TABLE_DROPS]
-            write_parquet(evaluate_requests(requests, {0: config}, settings, factors, partitions, columns),
-                          out / DECISIONS_TABLE)
+            write_decisions(out / DECISIONS_TABLE, requests, {0: config}, settings, factors, partitions,
+                            columns)
             decisions = _read_back(spark, out / DECISIONS_TABLE)
     finally:
         checked.release()
