@@ -12,6 +12,7 @@ import pytest
 
 from quotaplane.core.errors import ConfigError
 from quotaplane.core.incremental import QUARANTINE
+from quotaplane.core.spark.task_writes import arrow_parquet_options
 from quotaplane.stream.keyed import LATE_TABLE, STATE, partition_step
 from quotaplane.stream.spark.answers import (
     DEFAULT_DRIVER_STEP_BELOW_ROWS,
@@ -56,7 +57,7 @@ def test_the_driver_steps_and_writes_as_the_spark_step_does(spark, tmp_path: Pat
         for where in ("spark", "driver"):
             step = partition_step(Echo(), None, 5_000, str(tmp_path / where / "state"))
             stepped = (SparkAnswers(keyed, step, [TABLE], 1, cache=False) if where == "spark"
-                       else DriverAnswers(spark, keyed, step, [TABLE]))
+                       else DriverAnswers(spark, keyed, step, [TABLE], arrow_parquet_options(spark)))
             answers[where] = (stepped.count(NAMES, tmp_path / where / TABLE.name),
                               sorted(stepped.rows(TABLE), key=lambda r: (r["k"], r["ts"])))
     finally:

@@ -146,6 +146,20 @@ def test_a_micro_batch_is_a_job_to_count_and_one_to_step_keep_state_and_write_a_
     assert log.latest().keys == {"echo": 2}
 
 
+def test_a_codec_pyarrow_cannot_write_leaves_a_small_batch_to_spark_s_step(spark, tmp_path: Path) -> None:
+    log = CommitLog(tmp_path / "checkpoint")
+    batches = MicroBatches([ECHO], tmp_path / "out", log, DELAY_MS, DEFAULT_DRIVER_STEP_BELOW_ROWS)
+    path = _file(tmp_path / "landing" / "events", "a.jsonl", [_event(0, "a"), _event(5_000, "b")])
+    spark.conf.set("spark.sql.parquet.compression.codec", "lz4")  # Hadoop's framing: Spark's writer only
+    try:
+        batches.process(_batch(spark, path), 0)
+    finally:
+        spark.conf.unset("spark.sql.parquet.compression.codec")
+    written = [p.name for p in (tmp_path / "out" / "echo" / "batch=1").glob("part-*")]
+    assert written and all(name.endswith(".lz4hadoop.parquet") for name in written)
+    assert _echo(spark, tmp_path / "out") == [("a", 0, 0, 1)]
+
+
 class _Judged(Echo):
     outcomes: ClassVar[dict[str, str]] = {"echo": "v", "absent": "k"}
 

@@ -39,7 +39,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from quotaplane.core.incremental import Table
 from quotaplane.core.spark.session import tasks_for
 from quotaplane.core.spark.settings import rows_setting
-from quotaplane.core.spark.tables import DICTIONARY_PAGE_BYTES, write_parquet
+from quotaplane.core.spark.tables import write_parquet
 from quotaplane.stream.keyed import STATE
 
 # the keys' Spark step (`keys_tasks`): one task up to SPLIT_FROM rows, then one per task slot, and
@@ -59,10 +59,6 @@ OUT_FIELDS = [
     T.StructField("key", T.StringType()), T.StructField("table", T.StringType()),
     T.StructField("row", T.StringType()), T.StructField("through", T.LongType()),
 ]
-#: `spark.sql.parquet.outputTimestampType` as pyarrow's writer options
-_TIMESTAMPS = {"INT96": {"use_deprecated_int96_timestamps": True},
-               "TIMESTAMP_MICROS": {"coerce_timestamps": "us"},
-               "TIMESTAMP_MILLIS": {"coerce_timestamps": "ms"}}
 
 Step = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
@@ -175,8 +171,9 @@ class SparkAnswers:
 class DriverAnswers:
     """The keys stepped in the driver (module docstring)."""
 
-    def __init__(self, spark: SparkSession, keyed: DataFrame, step: Step, tables: Sequence[Table]) -> None:
-        self.spark, self.tables = spark, tables
+    def __init__(self, spark: SparkSession, keyed: DataFrame, step: Step, tables: Sequence[Table],
+                 options: dict[str, Any]) -> None:
+        self.spark, self.tables, self.options = spark, tables, options
         rows = keyed.toArrow().sort_by("key")
         answers = list(step(iter(rows.to_batches())))
         self.answers = (pa.Table.from_batches(answers) if answers
@@ -195,15 +192,13 @@ class DriverAnswers:
 
     def write(self, table: Table, staged: Path, rows: int) -> None:
         """`table`'s rows as Spark writes them: its columns in their types (a `timestamp_ms` as
-        Spark's timestamp in the session's `spark.sql.parquet.outputTimestampType`), in one file."""
+        Spark's timestamp), in one file written with the session's options (`arrow_parquet_options`)."""
         struct = self._chosen(table).combine_chunks()
         columns = [struct.field(c.name).cast(pa.timestamp("ms", tz="UTC")) if c.kind == "timestamp_ms"
                    else struct.field(c.name) for c in table.columns]
-        kind = self.spark.conf.get("spark.sql.parquet.outputTimestampType", "INT96").upper()
         staged.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.table(columns, names=[c.name for c in table.columns]),
-                       staged / "part-00000.parquet", dictionary_pagesize_limit=DICTIONARY_PAGE_BYTES,
-                       **_TIMESTAMPS.get(kind, _TIMESTAMPS["INT96"]))
+                       staged / "part-00000.parquet", **self.options)
 
     def rows(self, table: Table) -> list[dict[str, Any]]:
         return self._chosen(table).to_pylist()

@@ -35,6 +35,7 @@ from pyspark.sql import types as T
 from quotaplane.core.incremental import QUARANTINE, Incremental, Table
 from quotaplane.core.spark.session import shuffle_partitions, task_slots
 from quotaplane.core.spark.tables import write_parquet
+from quotaplane.core.spark.task_writes import arrow_parquet_options
 from quotaplane.stream.commits import Commit, CommitLog, publish, staging_dir
 from quotaplane.stream.keyed import LATE_TABLE, STATE, partition_step
 from quotaplane.stream.plan import Streamed
@@ -257,8 +258,9 @@ class MicroBatches:
         rows_in = prev_keys + sum(report.inputs.get(i.name, {}).get("used", 0) for i in streamed.inputs)
         tables = policy.output_tables(streamed.config)
         answers: SparkAnswers | DriverAnswers
-        if rows_in < self.driver_step_below_rows:
-            answers = DriverAnswers(spark, keyed, step, tables)
+        options = arrow_parquet_options(spark) if rows_in < self.driver_step_below_rows else None
+        if options is not None:  # the driver writes the tables with pyarrow, as Spark's writer would
+            answers = DriverAnswers(spark, keyed, step, tables, options)
         else:
             tasks = keys_tasks(rows_in, shuffle_partitions(spark), task_slots(spark))
             answers = SparkAnswers(keyed, step, tables, tasks, _read_again(tables, self.shared))
