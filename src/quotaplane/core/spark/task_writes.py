@@ -1,5 +1,5 @@
-"""Tables written by the Python tasks that make their rows (docs/performance.md, "Decisions written
-by the tasks that decide them").
+"""Tables written by the Python tasks that make their rows (docs/performance.md, "The client quotas'
+decisions written by the tasks that decide them").
 
 A stage whose rows come out of a `mapInArrow` call holds them as Arrow in its Python workers. Handed
 back to Spark, every value is turned into Spark's rows and written again by parquet-java's writer:
