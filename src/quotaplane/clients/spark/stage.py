@@ -27,6 +27,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from quotaplane.clients import metrics as client_metrics
 from quotaplane.clients import report as client_report
@@ -48,7 +49,7 @@ from quotaplane.core.policy import StageContext, StageResult
 from quotaplane.core.spark.driver_reads import read_run_input
 from quotaplane.core.spark.readers import FILE_ID, POSITION, check_once
 from quotaplane.core.spark.session import shuffle_partitions
-from quotaplane.core.spark.tables import write_parquet
+from quotaplane.core.spark.tables import read_written, write_parquet
 
 NAME = "clients"
 INPUT = "client_requests"
@@ -109,14 +110,16 @@ def run_stage(ctx: StageContext, run_config: ClientsRunConfig,
             columns = [c for c in output_schema({0: config}, settings).names if c not in TABLE_DROPS]
             write_decisions(out / DECISIONS_TABLE, requests, {0: config}, settings, factors, partitions,
                             columns)
-            decisions = _read_back(spark, out / DECISIONS_TABLE)
+            decided = output_schema({0: config}, settings, columns)
+            decisions = _read_back(spark, out / DECISIONS_TABLE, decided)
     finally:
         checked.release()
 
     with ctx.progress.step("clients: intervals and standing"):
         intervals = interval_rows(decisions, settings.interval_ms, settings.quota_value_metric)
-        write_parquet(intervals.drop("config_id"), out / INTERVALS_TABLE)
-        intervals = _read_back(spark, out / INTERVALS_TABLE)
+        intervals = intervals.drop("config_id")
+        write_parquet(intervals, out / INTERVALS_TABLE)
+        intervals = _read_back(spark, out / INTERVALS_TABLE, intervals.schema)
         # the standing table and, in the same aggregation, what the summary, metrics and report
         # need of each sharing group: collected (one row a group), then written from the cache
         groups = standing_rows(intervals, extra=True).persist()
@@ -159,9 +162,10 @@ def _rows(frame: DataFrame) -> list[dict[str, Any]]:
     return pdf.to_dict("records")
 
 
-def _read_back(spark: SparkSession, path: Path) -> DataFrame:
-    """A table just written, read back (so later steps do not recompute it), with `config_id` 0."""
-    return spark.read.parquet(str(path)).withColumn("config_id", F.lit(0).cast("long"))
+def _read_back(spark: SparkSession, path: Path, schema: StructType) -> DataFrame:
+    """A table just written with `schema`, read back (so later steps do not recompute it; no job
+    infers its schema: `read_written`), with `config_id` 0."""
+    return read_written(spark, path, schema).withColumn("config_id", F.lit(0).cast("long"))
 
 
 def _unrecorded(decisions: DataFrame, config: ClientQuotaConfig,

@@ -33,8 +33,8 @@ def write_parquet(df: DataFrame, path: Path | str, partition_by: Sequence[str] =
 
 
 def read_written(spark: SparkSession, path: Path | str, schema: StructType) -> DataFrame:
-    """A table this run wrote with `write_parquet`, read back with the `schema` it was written
-    with: no Spark job reads its files' footers to infer it (one job per read, 0.03-0.08 s on a
-    small table). A file source makes every column of the schema nullable, as inference reads a
-    table Spark wrote."""
+    """A table this run wrote (`write_parquet`, `task_writes.write_from_tasks`), read back with the
+    `schema` it was written with: no Spark job reads its files' footers to infer it (one job per
+    read, 0.03-0.08 s on a small table). A file source makes every column of the schema nullable,
+    as inference reads a table Spark wrote."""
     return spark.read.schema(schema).parquet(str(path))
