@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -203,9 +204,14 @@ class DriverAnswers:
     def rows(self, table: Table) -> list[dict[str, Any]]:
         return self._chosen(table).to_pylist()
 
-    def frame(self) -> DataFrame:
-        """The answers as a Spark frame: for the rows set aside, rare, written as the Spark step's."""
+    @cached_property
+    def _frame(self) -> DataFrame:
         return self.spark.createDataFrame(self.answers, out_schema(self.tables))
+
+    def frame(self) -> DataFrame:
+        """The answers as a Spark frame, made once: for the rows set aside (late, quarantined by the
+        policy), rare, written as the Spark step's."""
+        return self._frame
 
     def close(self) -> None:
         pass
