@@ -10,12 +10,12 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 # Keep the embedded Spark on loopback.
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: run test lint bench bench-stream cluster-check check-prereqs promtool clean
+.PHONY: run test lint bench bench-stream cluster-check check-prereqs promtool java-parts clean
 
 run: $(STAMP)
 	$(BIN)/quotaplane run
 
-test: $(STAMP) promtool
+test: $(STAMP) promtool java-parts
 	$(BIN)/ruff check .
 	$(BIN)/pytest
 
@@ -40,6 +40,11 @@ check-prereqs:
 # it is missing and we are root with apt-get; never fails the build (it prints why not).
 promtool:
 	@sh scripts/install-promtool.sh
+
+# The real Kafka (and the other Java parts) the tests start, resolved from Maven Central into ~/.m2;
+# a part already resolved from an unchanged pom is not fetched again.
+java-parts:
+	@sh scripts/resolve-java-parts.sh
 
 $(STAMP): pyproject.toml | check-prereqs
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
