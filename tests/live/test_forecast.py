@@ -12,18 +12,20 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-import quotaplane.live.metrics as live_metrics
+import quotaplane.live.service as live_service
 from quotaplane.cli import main
 from quotaplane.core.telemetry_files import read_input
 from quotaplane.forecast.config import ForecastSettings
 from quotaplane.forecast.engine.replicas import ReplicaPoint
-from quotaplane.forecast.engine.volumes import VolumePoint, forecast_volumes
+from quotaplane.forecast.engine.volumes import VolumeForecast, VolumePoint, forecast_volumes
+from quotaplane.forecast.live import ForecastDecider, ForecastWindow
 from quotaplane.forecast.metrics import ForecastMetrics
 from quotaplane.forecast.records import PARTITION_SIZES
-from quotaplane.live.forecast import ForecastWindow
 from quotaplane.live.http import Endpoints
-from quotaplane.live.metrics import LiveMetrics, LiveStatus
+from quotaplane.live.metrics import LiveMetrics
+from quotaplane.live.service import Service
 from quotaplane.storage.config import load_storage_config
+from quotaplane.storage.records import VOLUMES
 from tests.support.kafka_broker import GIB, FakeLogDir, FakePartition, running_cluster
 
 S = "client.quota.callback.static."
@@ -70,22 +72,28 @@ def config_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def statuses(monkeypatch: pytest.MonkeyPatch) -> list[LiveStatus]:
-    """The `LiveStatus` of every `quotaplane serve` run in the test (read after it returns)."""
-    made: list[LiveStatus] = []
+def services(monkeypatch: pytest.MonkeyPatch) -> list[Service]:
+    """The `Service` of every `quotaplane serve` run in the test (read after it returns)."""
+    made: list[Service] = []
 
-    class Recorded(LiveStatus):
+    class Recorded(Service):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             made.append(self)
-    monkeypatch.setattr(live_metrics, "LiveStatus", Recorded)
+    monkeypatch.setattr(live_service, "Service", Recorded)
     return made
 
 
-def answer(status: LiveStatus, path: str) -> bytes:
+def forecasts(svc: Service) -> list[VolumeForecast]:
+    decider = next(p.decider for p in svc.policies if p.name == "forecast")
+    assert isinstance(decider, ForecastDecider)
+    return decider.forecasts
+
+
+def answer(svc: Service, path: str) -> bytes:
     registry = CollectorRegistry()
-    registry.register(LiveMetrics(status))
-    http = Endpoints("127.0.0.1", 0, registry, status, 1.0, threading.Lock())
+    registry.register(LiveMetrics(svc.status, [p.decider for p in svc.policies]))
+    http = Endpoints("127.0.0.1", 0, registry, svc.status, 1.0, threading.Lock(), {"/forecast": []})
     try:
         code, _, body = http.answer(path)
     finally:
@@ -94,17 +102,17 @@ def answer(status: LiveStatus, path: str) -> bytes:
     return body
 
 
-def assert_exports(status: LiveStatus, expected: list) -> None:
-    assert json.loads(answer(status, "/forecast")) == json.loads(json.dumps([f.as_dict() for f in expected]))
+def assert_exports(svc: Service, expected: list) -> None:
+    assert json.loads(answer(svc, "/forecast")) == json.loads(json.dumps([f.as_dict() for f in expected]))
     registry = CollectorRegistry()
     registry.register(ForecastMetrics(expected, [], config="live"))
-    metrics = answer(status, "/metrics").decode().splitlines()
+    metrics = answer(svc, "/metrics").decode().splitlines()
     reference = [line for line in generate_latest(registry).decode().splitlines() if not line.startswith("#")]
     assert len(reference) > 10 and set(reference) <= set(metrics)
 
 
 def test_a_replay_forecasts_like_the_reference_engine(tmp_path: Path, config_file: Path,
-                                                      statuses: list[LiveStatus]) -> None:
+                                                      services: list[Service]) -> None:
     volumes, replicas = telemetry(tmp_path / "telemetry")
     common = ["serve", "--replay", str(tmp_path / "telemetry"), "--config", str(config_file),
               "--metrics-port", "0", "--forecast-window", "3h", "--forecast-horizon", "PT240H",
@@ -113,13 +121,13 @@ def test_a_replay_forecasts_like_the_reference_engine(tmp_path: Path, config_fil
     assert main(common) == 0
     settings = ForecastSettings(3 * 3_600_000, 240 * 3_600_000)
     config = load_storage_config(config_file)
-    for status, last in ((statuses[0], 19), (statuses[1], 35)):
+    for svc, last in ((services[0], 19), (services[1], 35)):
         at = T0 + last * STEP
         expected = forecast_volumes([v for v in volumes if v.ts_ms <= at],
                                     [r for r in replicas if r.ts_ms <= at], config, settings)
-        assert_exports(status, expected)
+        assert_exports(svc, expected)
     # the rows took the paths they were written for: partitions, drops, the follower with its leader
-    assert statuses[0].forecasts != statuses[1].forecasts
+    assert forecasts(services[0]) != forecasts(services[1])
     one, two = expected
     assert one.method == two.method == "partitions" and one.at_ms == T0 + 35 * STEP
     assert one.seconds_to_soft is not None and one.seconds_to_hard is not None
@@ -149,7 +157,7 @@ def serve(config: Path, bootstrap: str, tmp_path: Path, rounds: int = 1) -> int:
 
 
 def test_the_service_lands_partition_sizes_and_drops_a_bad_replica(
-        config_file: Path, tmp_path: Path, capsys, statuses: list[LiveStatus]) -> None:
+        config_file: Path, tmp_path: Path, capsys, services: list[Service]) -> None:
     with running_cluster((1, 2)) as kafka:
         with kafka.lock:
             kafka.broker(1).log_dirs = [FakeLogDir("/a", 10 * GIB, 5 * GIB, partitions=[
@@ -166,9 +174,9 @@ def test_the_service_lands_partition_sizes_and_drops_a_bad_replica(
     lines = [json.loads(x) for x in capsys.readouterr().err.splitlines() if x.startswith("{")]
     assert len(lines) == 3 and all(line["fallback_reason"] is None for line in lines)
     rule = "size_bytes must not be negative"
-    assert [line.get("dropped_replicas") for line in lines] == [{rule: 1}] * 3
-    assert f'quotaplane_storage_partition_sizes_dropped_total{{reason="{rule}"}} 2.0' in \
-        answer(statuses[0], "/metrics").decode()
+    assert [line.get("rejected") for line in lines] == [{f"partition_sizes: {rule}": 1}] * 3
+    assert f'quotaplane_live_rejected_rows_total{{input="partition_sizes",reason="{rule}"}} 2.0' \
+        in answer(services[0], "/metrics").decode()
     landed = sorted((tmp_path / "landing" / "partition_sizes").glob("round-*.jsonl"))
     assert [f.name for f in landed] == [f"round-{n:010d}.jsonl" for n in (1, 2, 3)]
     fields = [f.name for f in PARTITION_SIZES.fields]
@@ -185,12 +193,14 @@ def test_the_service_lands_partition_sizes_and_drops_a_bad_replica(
                                              (2, "/b", "orders", 0, 4000))]
     assert rows == expected  # the future replica and the negative size are left out
     # the restarted service forecast over the landed rounds too (its window was warmed)
-    status = statuses[-1]
-    assert [f.method for f in status.forecasts] == ["partitions", "partitions"]
-    assert status.forecasts[0].at_ms == ts[-1]
+    last = forecasts(services[-1])
+    assert [f.method for f in last] == ["partitions", "partitions"]
+    assert last[0].at_ms == ts[-1]
     window = ForecastWindow(load_storage_config(config_file), ForecastSettings())
-    assert window.warm(tmp_path / "landing") == 3
-    assert status.forecasts == window.forecast()
+    window.add([], [ReplicaPoint.from_record(r) for r in rows])
+    landed = read_input(tmp_path / "landing" / "volumes", VOLUMES)
+    window.add([VolumePoint.from_record(r) for r in landed], [])
+    assert last == window.forecast()
 
 
 def test_bad_durations_are_refused(config_file: Path, tmp_path: Path, capsys) -> None:

@@ -4,6 +4,7 @@ channel"): the flow, the receipt outcomes, bad peers, the metrics, and `quotapla
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import signal
@@ -399,8 +400,8 @@ def test_the_service_survives_a_failing_channel(tmp_path: Path) -> None:
     from quotaplane.live.metrics import LiveStatus
 
     config = parse_storage_config(CONFIG)
-    svc = Service(config, lambda *_: None, None, LiveStatus(config, "c"), Options(2.5),  # type: ignore[arg-type]
-                  notices=_Broken())  # type: ignore[arg-type]
+    svc = Service([], [], {}, LiveStatus("c"), Options(2.5), notices=_Broken(),  # type: ignore[arg-type]
+                  excluded_principals=config.excluded_principals, log=io.StringIO())
     assert svc.notify(1.0) == 0
     assert svc.notify(0.5) == "OSError: the channel is gone"
 
@@ -410,8 +411,8 @@ def test_the_service_notifies_every_producer_but_the_excluded_while_the_factor_i
     from quotaplane.live.metrics import LiveStatus
 
     config = parse_storage_config(CONFIG)
-    svc = Service(config, lambda *_: None, None, LiveStatus(config, "c"), Options(2.5),  # type: ignore[arg-type]
-                  notices=channel)
+    svc = Service([], [], {}, LiveStatus("c"), Options(2.5), notices=channel,
+                  excluded_principals=config.excluded_principals)
     client = Client(channel.address)
     client.send(protocol.register_producer(1, "t1", "User:alice"),
                 protocol.register_producer(2, "t2", "admin"),
@@ -490,7 +491,8 @@ def test_serve_replay_sends_notices_while_the_factor_is_below_1(tmp_path: Path, 
 
 @pytest.mark.parametrize(("extra", "message"), [
     (["--notice-port", "70000"], "--notice-port=70000: must be a TCP port, 0..65535"),
-    (["--notice-port", "0", "--notice-receipt-wait-ms", "-1"], "--notice-receipt-wait-ms=-1: must be >= 0"),
+    (["--notice-port", "0", "--notice-receipt-wait-ms", "-1"],
+     "--notice-receipt-wait-ms=-1: must be 0..3600000"),
     (["--notice-port", "TAKEN"], "--notice-port=127.0.0.1:TAKEN: cannot listen"),
 ])
 def test_bad_notice_options_exit_2_with_one_line(tmp_path: Path, capsys, extra: list[str],

@@ -100,7 +100,7 @@ def test_the_service_metrics_pass_promtool(tmp_path: Path) -> None:
     kafka.fail_cluster = True
     svc.round()
     registry = CollectorRegistry()
-    registry.register(LiveMetrics(svc.status))
+    registry.register(LiveMetrics(svc.status, [p.decider for p in svc.policies]))
     text = generate_latest(registry)
     assert b"quotaplane_storage_collection_errors_total" in text
     check = subprocess.run([shutil.which("promtool") or "promtool", "check", "metrics"], input=text,

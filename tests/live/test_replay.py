@@ -15,7 +15,7 @@ import pytest
 from quotaplane.cli import main
 from quotaplane.core.policy import RunConfigs
 from quotaplane.core.runner import run_pipeline
-from quotaplane.live.replay import replay_rounds
+from quotaplane.live.sources.replay import read_rounds
 from quotaplane.run_command import bundled_example
 from quotaplane.storage.config import load_storage_config
 from quotaplane.storage.policy import StoragePolicy
@@ -51,7 +51,7 @@ def test_replay_decides_like_the_batch_run_and_lands_what_it_saw(spark, tmp_path
     assert_rows_equal(batch, replayed, label="storage_decisions")  # round by round, every column
     # the landing directory holds exactly the rounds the service saw, as the batch run groups them
     config = load_storage_config(CONFIGS.storage)
-    assert replay_rounds(landing, config) == replay_rounds(TELEMETRY, config)
+    assert read_rounds(landing, config) == read_rounds(TELEMETRY, config)
 
 
 def test_sigterm_finishes_the_round_flushes_the_state_and_exits_0(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ enforcement with retries, restarts from the state file, dry run, HTTP endpoints 
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import time
@@ -16,13 +17,15 @@ from prometheus_client import CollectorRegistry
 from quotaplane.cli import main
 from quotaplane.core.errors import ConfigError
 from quotaplane.live.admin import AdminError, LogDir, QuotaAlteration, QuotaEntity
-from quotaplane.live.collect import KafkaCollector
-from quotaplane.live.enforce import DEFAULT_USER, PRODUCE
+from quotaplane.live.enforce import DEFAULT_USER, PRODUCE, Enforcer
 from quotaplane.live.http import Endpoints
 from quotaplane.live.metrics import LiveMetrics, LiveStatus
-from quotaplane.live.service import Options, Service, kafka_source
+from quotaplane.live.service import Options, Service, input_schemas, live_policies
+from quotaplane.live.sources.kafka import KafkaSource
 from quotaplane.live.state import StateFile
-from quotaplane.storage.config import parse_storage_config
+from quotaplane.storage.config import StorageRunConfig, parse_storage_config
+from quotaplane.storage.engine.decisions import Decision
+from quotaplane.storage.live import decision_of
 
 S = "client.quota.callback.static."
 CONFIG = {f"{S}storage.volume.source": "cluster", f"{S}storage.check-interval": "1000",
@@ -82,21 +85,30 @@ def config():
 def service(config, kafka: ScriptedCluster, tmp_path: Path, dry_run: bool = False,
             clock: list[float] | None = None) -> Service:
     now = clock if clock is not None else [1_000.0]
-    status = LiveStatus(config, "c")
-    collector = KafkaCollector(kafka, "c", config)
-    return Service(config, kafka_source(collector), kafka, status, Options(1.0, None, dry_run),
-                   StateFile(tmp_path / "state.json"), log=open("/dev/null", "w"),
-                   clock=lambda: now[0])
+    source = KafkaSource(kafka, "c", config)
+    policies = live_policies({"storage": StorageRunConfig(config, None)}, source.inputs)
+    svc = Service([source], policies, input_schemas(), LiveStatus("c"), Options(1.0, None, dry_run, "c"),
+                  state_file=StateFile(tmp_path / "state.json"), log=io.StringIO(),
+                  clock=lambda: now[0])
+    svc.enforcer = Enforcer(kafka, svc.state.bases, config.quotas.produce, config.excluded_principals,
+                            dry_run)
+    return svc
+
+
+def decision(svc: Service) -> Decision:
+    found = decision_of(svc.outcomes)
+    assert found is not None
+    return found
 
 
 def test_rounds_throttle_and_restore_through_client_quotas(config, tmp_path: Path) -> None:
     kafka = ScriptedCluster()
     svc = service(config, kafka, tmp_path)
-    assert svc.round() and svc.status.decision.throttle_factor == 1.0
+    assert svc.round() and decision(svc).throttle_factor == 1.0
     assert kafka.altered == []  # nothing to change at factor 1
     kafka.available[2] = 250  # half way between soft (400) and hard (100)
     svc.round()
-    assert svc.status.decision.throttle_factor == 0.5
+    assert decision(svc).throttle_factor == 0.5
     assert kafka.quotas[("alice", None)] == {PRODUCE: 400.0}
     assert kafka.quotas[DEFAULT_USER] == {PRODUCE: 500.0}
     assert kafka.quotas[("admin", None)][PRODUCE] > 1e18  # excluded: explicitly unlimited
@@ -114,14 +126,14 @@ def test_failed_collection_gives_the_fallback_and_is_counted(config, tmp_path: P
     svc = service(config, kafka, tmp_path)
     kafka.fail_cluster = True
     svc.round()
-    d = svc.status.decision
+    d = decision(svc)
     assert (d.throttle_factor, d.fallback_reason) == (0.5, "DESCRIBE_CLUSTER_ERROR")
-    assert svc.status.collection_errors == {"DESCRIBE_CLUSTER_ERROR": 1}
+    assert svc.policies[0].decider.collection_errors == {"DESCRIBE_CLUSTER_ERROR": 1}
     kafka.fail_cluster = False
     del kafka.available[2]  # broker 2 does not answer DescribeLogDirs
     svc.round()
-    assert svc.status.decision.throttle_factor == 0.5
-    assert svc.status.decision.missing_brokers == (2,)
+    assert decision(svc).throttle_factor == 0.5
+    assert decision(svc).missing_brokers == (2,)
 
 
 def test_a_vanishing_throttling_broker_is_held_for_the_validity_duration(config, tmp_path: Path) -> None:
@@ -130,15 +142,15 @@ def test_a_vanishing_throttling_broker_is_held_for_the_validity_duration(config,
     svc = service(config, kafka, tmp_path, clock=clock)
     kafka.available[2] = 100  # at the hard limit: factor 0
     svc.round()
-    assert svc.status.decision.throttle_factor == 0.0 and svc.status.decision.throttling_broker_id == 2
+    assert decision(svc).throttle_factor == 0.0 and decision(svc).throttling_broker_id == 2
     kafka.brokers = [1]  # the full broker restarts and leaves the active set
     del kafka.available[2]
     clock[0] += 60
     svc.round()
-    assert svc.status.decision.throttle_factor == 0.0  # still throttled: its last observation is held
+    assert decision(svc).throttle_factor == 0.0  # still throttled: its last observation is held
     clock[0] += 5 * 60
     svc.round()
-    assert svc.status.decision.throttle_factor == 1.0  # past the 5 minute hold
+    assert decision(svc).throttle_factor == 1.0  # past the 5 minute hold
 
 
 def test_a_failed_alteration_is_retried_next_round_never_lost(config, tmp_path: Path) -> None:
@@ -182,8 +194,8 @@ def test_endpoints_serve_metrics_health_and_the_decision(config, tmp_path: Path)
     kafka.available[2] = 250
     svc = service(config, kafka, tmp_path, clock=[time.time()])
     registry = CollectorRegistry()
-    registry.register(LiveMetrics(svc.status))
-    http = Endpoints("127.0.0.1", 0, registry, svc.status, 1.0, svc.lock)
+    registry.register(LiveMetrics(svc.status, [p.decider for p in svc.policies]))
+    http = Endpoints("127.0.0.1", 0, registry, svc.status, 1.0, svc.lock, {"/decision": None})
     http.start()
     try:
         base = f"http://127.0.0.1:{http.port}"
@@ -208,13 +220,13 @@ def test_a_port_in_use_is_an_error_naming_it(config) -> None:
         taken.listen()
         port = taken.getsockname()[1]
         with pytest.raises(ConfigError, match=f"--metrics-port=127.0.0.1:{port}: cannot listen"):
-            Endpoints("127.0.0.1", port, CollectorRegistry(), LiveStatus(config, "c"), 1.0, __import__(
+            Endpoints("127.0.0.1", port, CollectorRegistry(), LiveStatus("c"), 1.0, __import__(
                 "threading").Lock())
 
 
 @pytest.mark.parametrize(("extra", "message"), [
     (["--state", "/nonexistent-dir/state.json"], "--state=/nonexistent-dir/state.json: cannot be written"),
-    (["--speed", "0"], "--speed=0: must be a positive number or max"),
+    (["--speed", "0"], "--speed=0: must be max or a number from 0.000001 to 1000000000"),
     (["--rounds", "0"], "--rounds=0: must be at least 1"),
 ])
 def test_bad_options_exit_2_with_one_line(tmp_path: Path, capsys, extra: list[str], message: str) -> None:

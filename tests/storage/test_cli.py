@@ -139,7 +139,7 @@ def test_evaluate_writes_metrics(files: dict[str, Path], tmp_path: Path, capsys)
     ('{"broker_id": 1, "log_dir": "/a", "total_bytes": 10, "available_bytes": 11}',
      "field 'available_bytes'=11: available_bytes must not exceed total_bytes"),
     ('{"broker_id": 1, "log_dir": "/a", "total_bytes": -1, "available_bytes": 0}',
-     "field 'total_bytes'=-1: total_bytes must not be negative"),
+     "field 'total_bytes'=-1: total_bytes must be positive"),
     ('{"broker_id": "x", "log_dir": "/a", "total_bytes": 1, "available_bytes": 0}',
      "field 'broker_id'='x': must be a whole number"),
     ('{"broker_id": 1, "total_bytes": 1, "available_bytes": 0}',

@@ -14,6 +14,8 @@ its `Policy` object is the one face the rest of quotaplane sees:
   report sections, console lines);
 - `incremental`: its incremental form, key by key, for `quotaplane stream`
   (`quotaplane.core.incremental`);
+- `live`: how it decides in `quotaplane serve` (`quotaplane.core.live`: the inputs it reads live
+  and its decider);
 - `needs` / `provides`: what it takes from, or gives to, other policies, as types: the client quota
   stage needs `StorageDecisions` (the storage throttle factor over time), which the storage stage
   provides. The runner orders the stages by these and hands them over in `Outputs`; a stage
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TextIO, TypeVar
 
 from quotaplane.core.errors import ConfigError
 from quotaplane.core.incremental import Incremental
+from quotaplane.core.live import LivePart
 from quotaplane.core.records import RecordSchema
 
 if TYPE_CHECKING:
@@ -260,6 +263,8 @@ class Policy(ABC, Generic[C]):
     evaluator: ClassVar[Evaluator | None] = None
     #: its incremental form for `quotaplane stream` (None: the policy does not stream)
     incremental: ClassVar[Incremental[Any] | None] = None
+    #: how it takes part in `quotaplane serve` (None: it does not decide live)
+    live: ClassVar[LivePart | None] = None
 
     @abstractmethod
     def load_config(self, configs: RunConfigs) -> C | None:

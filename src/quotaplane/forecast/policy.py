@@ -13,6 +13,7 @@ from pathlib import Path
 from quotaplane.backlog.outputs import BacklogChecks
 from quotaplane.core.policy import Outputs, Policy, RunConfigs, StageContext, StageResult, find_input
 from quotaplane.forecast.config import ForecastConfig, settings_of
+from quotaplane.forecast.live import LIVE
 from quotaplane.forecast.records import INPUTS
 from quotaplane.storage.config import load_storage_config
 from quotaplane.storage.outputs import LastVolumeTime
@@ -23,6 +24,7 @@ class ForecastPolicy(Policy[ForecastConfig]):
     title = "what runs out next: time-to-limit forecasts per volume and per backlog"
     inputs = INPUTS
     needs = (BacklogChecks, LastVolumeTime)
+    live = LIVE
 
     def load_config(self, configs: RunConfigs) -> ForecastConfig | None:
         if configs.storage is None and configs.backlog_policies is None:

@@ -20,8 +20,9 @@ is an operator's change and becomes the entity's new base.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from quotaplane.core.javamath import LONG_MAX
 from quotaplane.live.admin import QuotaAlteration, QuotaEntity
@@ -30,6 +31,15 @@ PRODUCE = "producer_byte_rate"
 DEFAULT = "<default>"
 DEFAULT_USER: QuotaEntity = (DEFAULT, None)
 UNLIMITED = float(LONG_MAX)  # Kafka's "no quota" for a byte rate (`QuotaConfig` default Long.MAX_VALUE)
+
+
+class ClusterQuotas(Protocol):
+    """The client quota calls of `quotaplane.live.admin.ClusterAdmin` (a replay holds them in memory)."""
+
+    def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]: ...
+
+    def alter_client_quotas(self, alterations: Sequence[QuotaAlteration]
+                            ) -> dict[QuotaEntity, str | None]: ...
 
 
 def entity_key(entity: QuotaEntity) -> str:
@@ -120,3 +130,52 @@ def plan(bases: BaseQuotas, current: Mapping[QuotaEntity, Mapping[str, float]], 
         if not _same(current.get(entity, {}).get(PRODUCE), value):
             out.append(QuotaAlteration(entity, PRODUCE, value))
     return out
+
+
+@dataclass
+class Enforced:
+    """What one round's enforcement did: the alterations it made (or would make, dry run), those
+    that failed (`"<entity>: <reason>"`) and the produce quota every managed entity should have."""
+
+    changes: list[QuotaAlteration] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    targets: dict[QuotaEntity, float | None] = field(default_factory=dict)
+
+
+class Enforcer:
+    """Brings the cluster's client quotas to a throttle factor (module docstring), remembering the
+    bases in `bases` (the service's state)."""
+
+    def __init__(self, quotas: ClusterQuotas, bases: BaseQuotas, static_produce: float | None,
+                 excluded_users: Iterable[str], dry_run: bool = False) -> None:
+        self.quotas = quotas
+        self.bases = bases
+        self.static_produce = static_produce
+        self.excluded = sorted(excluded_users)
+        self.dry_run = dry_run
+
+    def apply(self, factor: float) -> Enforced:
+        """One round: read the quotas, alter what differs. A failed call is a failure of the round's
+        enforcement (the next round alters again: the cluster still differs), never an exception."""
+        from quotaplane.live.admin import AdminError
+
+        try:
+            current = self.quotas.client_quotas()
+        except AdminError as exc:
+            return Enforced(failed=[exc.reason])
+        self.bases.observe(current)
+        done = Enforced(targets=targets(self.bases, factor, self.static_produce, self.excluded))
+        done.changes = plan(self.bases, current, factor, self.static_produce, self.excluded)
+        if not done.changes or self.dry_run:
+            return done
+        try:
+            results = self.quotas.alter_client_quotas(done.changes)
+        except AdminError as exc:
+            results = {a.entity: exc.reason for a in done.changes}
+        for change in done.changes:
+            error = results.get(change.entity, "NO_ANSWER")
+            if error is None:
+                self.bases.wrote(change)
+            else:
+                done.failed.append(f"{entity_key(change.entity)}: {error}")
+        return done

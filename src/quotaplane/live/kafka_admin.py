@@ -40,7 +40,7 @@ from kafka.protocol.admin import (
     DescribeClusterRequest,
     DescribeLogDirsRequest,
 )
-from kafka.structs import TopicPartition
+from kafka.protocol.metadata import MetadataRequest
 
 from quotaplane.core.errors import ConfigError, ConfigErrors
 from quotaplane.live.admin import DEFAULT_ENTITY, AdminError, LogDir, QuotaAlteration, QuotaEntity
@@ -360,12 +360,27 @@ class KafkaClusterAdmin:
         brokers = list(dict.fromkeys(broker_ids))
         return self._run("DESCRIBE_LOG_DIR_ERROR", "DescribeLogDirs", self._log_dirs, brokers)
 
+    async def _leaders(self) -> dict[tuple[str, int], int]:
+        """The leader of every partition (Metadata of all topics, one broker); empty when no broker
+        answers, so the replicas' leader flags are unknown (None) rather than the round failing."""
+        request = MetadataRequest(topics=MetadataRequest.ALL_TOPICS, allow_auto_topic_creation=False,
+                                  include_cluster_authorized_operations=False,
+                                  include_topic_authorized_operations=False)
+        try:
+            response = await self._send_any(lambda: request, "METADATA_ERROR", "Metadata")
+        except (AdminError, kerrors.KafkaError):
+            return {}
+        return {(t.name, p.partition_index): p.leader_id
+                for t in response.topics or () if not t.error_code
+                for p in t.partitions or () if not p.error_code}
+
     async def _log_dirs(self, broker_ids: list[int]) -> list[LogDir]:
         known = {b.node_id for b in self._manager.cluster.brokers()}
         if not set(broker_ids) <= known:  # a broker that joined since the last metadata refresh
             with contextlib.suppress(kerrors.KafkaError):
                 refresh = self._manager.call_soon(self._manager.cluster.refresh_metadata)
                 await self._manager.wait_for(refresh, self._timeout_ms / 2)
+        leaders = await self._leaders()
         pending = {broker: self._manager.call_soon(
             self._send, DescribeLogDirsRequest(topics=None, min_version=LOG_DIRS_MIN_VERSION), broker)
             for broker in broker_ids}
@@ -382,14 +397,8 @@ class KafkaClusterAdmin:
             except Exception as exc:
                 out.append(_broker_failure(broker, *_failure_text(exc)))
             else:
-                out.extend(broker_log_dirs(broker, response, self._leader_of))
+                out.extend(broker_log_dirs(broker, response, lambda t, p: leaders.get((t, p))))
         return out
-
-    def _leader_of(self, topic: str, partition: int) -> int | None:
-        """The leader in the client's cached metadata (None: not tracked, as the admin client
-        tracks no topics unless asked)."""
-        leader = self._manager.cluster.leader_for_partition(TopicPartition(topic, partition))
-        return None if leader is None else int(leader)
 
     def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
         async def call() -> dict[QuotaEntity, dict[str, float]]:

@@ -4,8 +4,8 @@ Per log dir: its volume's KIP-827 total and usable bytes (-1, "unknown", is None
 replica in it (`partitionSize`). A future replica (`isFutureKey`: the copy an AlterReplicaLogDirs
 move is writing in another log dir) is left out: the current replica is still reported where it is,
 so counting both would count the partition twice, and the copy's growth is the move's, not the
-topic's. A replica's leader flag comes from `leader_of` (the client's cached metadata), None when
-the partition's leader is not known there.
+topic's. A replica's leader flag comes from `leader_of` (the round's Metadata answer), None when
+the partition's leader is not known there (no leader elected, or no broker answered Metadata).
 """
 
 from __future__ import annotations

@@ -1,58 +1,60 @@
-"""What the live service exports on /metrics: the spec's storage metrics of its last decision (with
-the fallbacks counted over every round, `config="live"`), and the service's own: the last round's
-Unix time and duration, rounds evaluated, failed collection rounds by reason, client quota
-alterations by result (`applied`, `failed`, `dry_run`), and the produce quota every managed entity
-has under the current factor. The names and meanings are in docs/metrics.md. With them the forecast
-families of the last round's forecast (`ForecastMetrics`, `config="live"`; docs/live.md) and the
-partition replicas left out of collection rounds, by the rule they broke.
+"""What the live service exports on /metrics: every decider's families as of its last round (the
+spec's storage metrics with `config="live"`, the forecast's, ...) and the service's own: the last
+round's Unix time and duration, rounds evaluated, client quota alterations by result (`applied`,
+`failed`, `dry_run`), the produce quota every managed entity has under the current factor, the
+observed rows the readers' rules left out (by input and rule), the failures of its sources (by
+source and reason) and of its sinks (by sink), and the landed rounds given up. The names and
+meanings are in docs/metrics.md.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from quotaplane.forecast.engine.volumes import VolumeForecast
-from quotaplane.forecast.metrics import ForecastMetrics
+from quotaplane.core.live import Decider
 from quotaplane.live.admin import QuotaEntity
-from quotaplane.storage.config import StorageConfig
-from quotaplane.storage.engine.decisions import Decision
-from quotaplane.storage.metrics import StorageMetrics, state_from_decision
 
 
 @dataclass
 class LiveStatus:
-    """What the service knows after its last round; read at every scrape."""
+    """What the service knows after its last round; read at every scrape and HTTP request."""
 
-    config: StorageConfig
     cluster: str
-    decision: Decision | None = None
-    decision_row: dict[str, object] | None = None
+    number: int | None = None  # the last round's number (the state's counter), as the log gives it
     last_round_unix: float | None = None
     last_round_seconds: float | None = None
     rounds: int = 0
-    fallbacks: Counter[str] = field(default_factory=Counter)
-    collection_errors: Counter[str] = field(default_factory=Counter)
     alterations: Counter[str] = field(default_factory=Counter)
     targets: dict[QuotaEntity, float | None] = field(default_factory=dict)
-    forecasts: list[VolumeForecast] = field(default_factory=list)
-    dropped_replicas: Counter[str] = field(default_factory=Counter)
+    rejected: Counter[tuple[str, str]] = field(default_factory=Counter)
+    source_errors: Counter[tuple[str, str]] = field(default_factory=Counter)
+    sink_failures: Counter[str] = field(default_factory=Counter)
+    landing_dropped_rounds: int = 0
+    documents: dict[str, Any] = field(default_factory=dict)  # endpoint path -> its JSON document
+
+
+def _counter(name: str, text: str, labels: Sequence[str], values: Counter[Any]) -> CounterMetricFamily:
+    family = CounterMetricFamily(name, text, labels=list(labels))
+    for key, count in sorted(values.items()):
+        family.add_metric(list(key) if isinstance(key, tuple) else [key], count)
+    return family
 
 
 class LiveMetrics(Collector):
-    def __init__(self, status: LiveStatus) -> None:
+    def __init__(self, status: LiveStatus, deciders: Sequence[Decider] = ()) -> None:
         self.status = status
+        self.deciders = list(deciders)
 
     def collect(self) -> Iterator[Metric]:
         s = self.status
-        if s.decision is not None:
-            state = state_from_decision(s.decision, s.config, label="live", cluster=s.cluster)
-            state.fallbacks = dict(s.fallbacks)
-            yield from StorageMetrics([state]).collect()
+        for decider in self.deciders:
+            yield from decider.metrics()
         last = GaugeMetricFamily("quotaplane_storage_last_round_timestamp_seconds",
                                  "Unix time of the last finished collection round.")
         if s.last_round_unix is not None:
@@ -66,16 +68,8 @@ class LiveMetrics(Collector):
         rounds = CounterMetricFamily("quotaplane_storage_rounds", "Collection rounds evaluated.")
         rounds.add_metric([], s.rounds)
         yield rounds
-        errors = CounterMetricFamily("quotaplane_storage_collection_errors",
-                                     "Failed collection rounds, by reason.", labels=["reason"])
-        for reason, count in sorted(s.collection_errors.items()):
-            errors.add_metric([reason], count)
-        yield errors
-        alterations = CounterMetricFamily("quotaplane_client_quota_alterations",
-                                          "Client quota entity changes, by result.", labels=["result"])
-        for result, count in sorted(s.alterations.items()):
-            alterations.add_metric([result], count)
-        yield alterations
+        yield _counter("quotaplane_client_quota_alterations", "Client quota entity changes, by result.",
+                       ["result"], s.alterations)
         quota = GaugeMetricFamily("quotaplane_client_effective_produce_quota_bytes_per_second",
                                   "The produce quota each managed entity has under the current factor.",
                                   labels=["user", "client_id"])
@@ -83,11 +77,16 @@ class LiveMetrics(Collector):
             if value is not None:
                 quota.add_metric([user or "", client or ""], value)
         yield quota
-        dropped = CounterMetricFamily("quotaplane_storage_partition_sizes_dropped",
-                                      "Partition replicas left out of collection rounds (a size, "
-                                      "partition or topic the partition_sizes schema rejects), by rule.",
-                                      labels=["reason"])
-        for reason, count in sorted(s.dropped_replicas.items()):
-            dropped.add_metric([reason], count)
+        yield _counter("quotaplane_live_rejected_rows",
+                       "Observed rows left out of a round because the readers' rules reject them, by input "
+                       "and rule (docs/telemetry.md).", ["input", "reason"], s.rejected)
+        yield _counter("quotaplane_live_source_errors", "Failures met by a source in a round, by source and "
+                       "reason.", ["source", "reason"], s.source_errors)
+        yield _counter("quotaplane_live_sink_failures", "Rounds in which a sink (landing, state, "
+                       "enforcement, notices) failed; it is retried at the next round.", ["sink"],
+                       s.sink_failures)
+        dropped = CounterMetricFamily("quotaplane_live_landing_dropped_rounds",
+                                      "Rounds given up by the landing directory after it stayed unwritable "
+                                      "longer than its queue holds.")
+        dropped.add_metric([], s.landing_dropped_rounds)
         yield dropped
-        yield from ForecastMetrics(s.forecasts, [], config="live").collect()

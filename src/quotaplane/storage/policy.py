@@ -6,6 +6,7 @@ from quotaplane.core.policy import Outputs, Policy, RunConfigs, StageContext, St
 from quotaplane.storage.cli import StorageEvaluator
 from quotaplane.storage.config import StorageRunConfig, load_storage_config
 from quotaplane.storage.incremental import StorageIncremental
+from quotaplane.storage.live import LIVE
 from quotaplane.storage.outputs import LastVolumeTime, StorageDecisions
 from quotaplane.storage.records import INPUTS
 
@@ -17,6 +18,7 @@ class StoragePolicy(Policy[StorageRunConfig]):
     provides = (LastVolumeTime, StorageDecisions)
     evaluator = StorageEvaluator()
     incremental = StorageIncremental()
+    live = LIVE
 
     def load_config(self, configs: RunConfigs) -> StorageRunConfig | None:
         if configs.storage is None:

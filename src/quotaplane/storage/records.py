@@ -23,8 +23,10 @@ VOLUMES = RecordSchema(
         Field("poll_id", "long", required=False, doc="the collection round, when rounds are marked"),
     ),
     rules=(
-        Rule("total_bytes must not be negative", lambda c: c["total_bytes"] < 0,
-             lambda r: r["total_bytes"] < 0),
+        # a volume of no capacity is a reporting fault (KIP-827: the size of the log dir's volume), not
+        # a full disk: it would otherwise throttle every producer to 1 byte/s
+        Rule("total_bytes must be positive", lambda c: c["total_bytes"] <= 0,
+             lambda r: r["total_bytes"] <= 0),
         Rule("available_bytes must not be negative", lambda c: c["available_bytes"] < 0,
              lambda r: r["available_bytes"] < 0),
         Rule("available_bytes must not exceed total_bytes",
