@@ -53,6 +53,25 @@ def spark() -> Iterator[object]:
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def pulsar_session() -> Iterator[object]:
+    """The session's Pulsar (tests.support.pulsar.fixture), or why it did not start."""
+    from tests.support.pulsar.fixture import session_target
+
+    yield from session_target()
+
+
+@pytest.fixture
+def pulsar_broker(pulsar_session: object) -> object:
+    """The real Pulsar broker; a test that needs it fails with the reason when it did not start.
+    Tests using it are in the xdist group `pulsar` (one test process starts it once)."""
+    from tests.support.pulsar.launcher import PulsarStartError
+
+    if isinstance(pulsar_session, PulsarStartError):
+        raise pulsar_session
+    return pulsar_session
+
+
 @pytest.fixture
 def repo_root() -> Path:
     return REPO
