@@ -43,7 +43,7 @@ JVM_OPENS = ("--add-opens", "java.base/java.io=ALL-UNNAMED", "--add-opens", "jav
              "--add-opens", "jdk.management/com.sun.management.internal=ALL-UNNAMED",
              "--add-opens", "java.base/jdk.internal.platform=ALL-UNNAMED",
              "-Dio.netty.tryReflectionSetAccessible=true", "-Dpulsar.allocator.exit_on_oom=true")
-DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_TIMEOUT_S = 180.0
 
 
 class PulsarStartError(RuntimeError):
