@@ -38,9 +38,9 @@ from quotaplane.notices.protocol import (
     register_producer,
     throttle_producer,
 )
+from tests.support.pulsar.fixture import PulsarTarget
 
 TOPIC = Reason.TopicProduceQuotaExceeded
-PULSAR_URL_ENV = "QUOTAPLANE_PULSAR_URL"
 GROUP = Reason.ResourceGroupProduceQuotaExceeded
 
 
@@ -617,15 +617,10 @@ def test_the_pulsar_adapter_holds_resumes_and_fails_by_the_same_rule() -> None:
     assert stand_in.closed
 
 
-def test_the_pulsar_adapter_with_pulsar_client() -> None:
-    pulsar = pytest.importorskip(
-        "pulsar", reason="pulsar-client is not installed (it is not a quotaplane dependency), and no Pulsar "
-                         f"broker can run here: install it and set {PULSAR_URL_ENV} to run against a broker")
-    url = os.environ.get(PULSAR_URL_ENV)
-    if not url:
-        pytest.skip(f"no Pulsar broker can run in this environment: set {PULSAR_URL_ENV} "
-                    "(pulsar://host:6650) to run against one")
-    client = pulsar.Client(url)
+@pytest.mark.xdist_group("pulsar")
+def test_the_pulsar_adapter_with_pulsar_client(pulsar_broker: PulsarTarget) -> None:
+    """The adapter on a real pulsar-client producer and the real broker (tests.support.pulsar)."""
+    client = pulsar_broker.client()
     topic = f"persistent://public/default/quotaplane-{uuid.uuid4().hex[:8]}"
     try:
         consumer = client.subscribe(topic, "check")
