@@ -7,6 +7,7 @@ import pytest
 
 from quotaplane.backlog.config import Quota, QuotaSet
 from quotaplane.backlog.records import BACKLOG_SNAPSHOTS
+from quotaplane.core.errors import ConfigError
 from quotaplane.live.pulsar import answers
 from quotaplane.live.pulsar.collect import check_namespaces, is_system_topic, parent_of
 from quotaplane.live.pulsar.model import (
@@ -18,7 +19,6 @@ from quotaplane.live.pulsar.model import (
     TopicBacklog,
 )
 from quotaplane.live.pulsar.rows import backlog_policies, policies_document, snapshot_rows
-from quotaplane.core.errors import ConfigError
 
 T = "persistent://public/default/t"
 STATS = {"backlogSize": 270, "backlogQuotaLimitSize": 1000, "backlogQuotaLimitTime": -1,
@@ -76,14 +76,21 @@ def test_the_ledger_holding_the_oldest_unacknowledged_entry(mark_delete: Positio
     assert (found.ledger_id if found else None) == ledger
 
 
-def test_internal_stats() -> None:
-    ledgers, cursors = answers.internal_stats(
-        {"ledgers": [{"ledgerId": 5, "entries": 4, "size": 400, "timestamp": 222},
-                     {"ledgerId": 8, "entries": 0, "size": 0}],
-         "cursors": {"slow": {"markDeletePosition": "5:1"}}}, "w")
-    assert ledgers == [Ledger(5, 4, 400, 222), Ledger(8, 0, 0, None)] and cursors == {"slow": Position(5, 1)}
+def test_internal_stats_give_the_cursors_and_internal_info_the_ledgers() -> None:
+    assert answers.cursor_positions({"ledgers": [], "cursors": {"slow": {"markDeletePosition": "5:1"}}}, "w") == {
+        "slow": Position(5, 1)}
     assert "must be a position ledger:entry" in malformed(
-        answers.internal_stats({"cursors": {"slow": {"markDeletePosition": "x"}}}, "w"))
+        answers.cursor_positions({"cursors": {"slow": {"markDeletePosition": "x"}}}, "w"))
+    # what Pulsar 4.2 answers after a topic's ledger was closed by an unload: the open one has no
+    # entries (its `timestamp` is its creation time)
+    info = {"ledgers": [{"ledgerId": 86, "entries": 3, "size": 408, "timestamp": 222, "isOffloaded": False},
+                        {"ledgerId": 87, "timestamp": 333, "isOffloaded": False}]}
+    assert answers.ledgers(info, "w") == [Ledger(86, 3, 408, 222), Ledger(87, 0, 0, None)]
+    # the last ledger is the one being written even when its metadata has entries
+    assert answers.ledgers({"ledgers": [{"ledgerId": 9, "entries": 1, "size": 5, "timestamp": 7}]}, "w") == [
+        Ledger(9, 1, 5, None)]
+    assert "must be a whole number" in malformed(
+        answers.ledgers({"ledgers": [{"ledgerId": 1, "entries": 2, "timestamp": "x"}]}, "w"))
 
 
 def test_topic_stats() -> None:

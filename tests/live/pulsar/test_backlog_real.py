@@ -129,11 +129,11 @@ def test_size_quota(pulsar_broker: PulsarTarget, policy: str) -> None:
         later = rounds.collect(now_ms())
         assert decide(later, later).exceeded is None
         assert later.topics[0].backlog_size_bytes < SIZE_LIMIT
-        producer.send(b"still accepted")  # eviction never touches producers
         size_before, size_after = before.topics[0].backlog_size_bytes, later.topics[0].backlog_size_bytes
         print(f"size eviction: {MESSAGES} entries / {size_before} B, limit {SIZE_LIMIT} B: quotaplane skips "
               f"{evicted.entries} entries aiming at {evicted.bytes} B; Pulsar skipped "
               f"{MESSAGES - backlog_entries(pulsar_broker, topic)} entries, backlog now {size_after} B")
+        producer.send(b"still accepted")  # eviction never touches producers
     finally:
         client.close()
 
@@ -146,9 +146,14 @@ def test_time_quota(pulsar_broker: PulsarTarget, policy: str) -> None:
     try:
         subscribe(client, topic)
         published = produce(client, topic, MESSAGES // 2)
+        # unloading closes the topic's ledger: its close time is what the estimate mode ages the
+        # backlog from (preciseTimeBasedBacklogQuotaCheck=false), and what the collector reads back
+        pulsar_broker.call("PUT", f"admin/v2/{topic.replace('://', '/')}/unload")
         producer = client.create_producer(topic, batching_enabled=False, send_timeout_millis=3000)
         rounds = watch(pulsar_broker, ns)
-        time.sleep(max(0.0, (published[-1] + TIME_LIMIT * 1000 + 600 - now_ms()) / 1000))
+        closed = rounds.collect(now_ms()).topics[0].subscriptions[0].oldest_ledger_close_ts_ms
+        assert closed is not None and closed >= published[-1]
+        time.sleep(max(0.0, (closed + TIME_LIMIT * 1000 + 600 - now_ms()) / 1000))
         before = rounds.collect(now_ms())
         set_topic_quota(pulsar_broker, topic, "message_age", TIME_LIMIT, policy)
 

@@ -10,6 +10,7 @@ The paths are Pulsar's admin API v2 (upstream `pulsar-broker` `admin/v2/Persiste
 | `namespace_backlog_quotas(ns)` | `/admin/v2/namespaces/{tenant}/{ns}/backlogQuotaMap` |
 | `topic_stats(topic)` | `/admin/v2/persistent/{tenant}/{ns}/{topic}/stats?getEarliestTimeInBacklog=true&subscriptionBacklogSize=true` |
 | `internal_stats(topic)` | `/admin/v2/persistent/{tenant}/{ns}/{topic}/internalStats` |
+| `ledger_info(topic)` | `/admin/v2/persistent/{tenant}/{ns}/{topic}/internal-info` (the ledgers' close times) |
 | `topic_backlog_quotas(topic)` | `/admin/v2/persistent/{tenant}/{ns}/{topic}/backlogQuotaMap` (the topic level only) |
 | `broker_configuration()` | `/admin/v2/brokers/configuration/runtime` |
 
@@ -181,6 +182,9 @@ class PulsarAdmin:
 
     def internal_stats(self, topic: str) -> Any | PulsarError:
         return self.get(f"admin/v2/{topic_path(topic)}/internalStats", f"topic {topic}")
+
+    def ledger_info(self, topic: str) -> Any | PulsarError:
+        return self.get(f"admin/v2/{topic_path(topic)}/internal-info", f"topic {topic}")
 
     def topic_backlog_quotas(self, topic: str) -> Any | PulsarError:
         return self.get(f"admin/v2/{topic_path(topic)}/backlogQuotaMap", f"topic {topic}")

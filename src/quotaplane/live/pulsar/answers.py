@@ -110,27 +110,43 @@ def _position(text: Any, where: str) -> Position:
     raise Malformed(f"{where}={_show(text)}: must be a position ledger:entry")
 
 
-def internal_stats(answer: Any, where: str) -> tuple[list[Ledger], dict[str, Position]] | PulsarError:
-    """The ledgers (by id) and each cursor's mark-delete position of an `internalStats` answer. A
-    ledger's `timestamp` is its close time (absent or 0 while it is open)."""
+def cursor_positions(answer: Any, where: str) -> dict[str, Position] | PulsarError:
+    """Each cursor's mark-delete position of an `internalStats` answer (the live positions: the
+    metadata store's copy is flushed only now and then)."""
     try:
         obj = _object(answer, "internalStats")
-        ledgers = []
-        raw_ledgers = obj.get("ledgers") or []
-        if not isinstance(raw_ledgers, list):
-            raise Malformed(f"ledgers={_show(raw_ledgers)}: must be a JSON list")
-        for i, raw in enumerate(raw_ledgers):
-            info = _object(raw, f"ledgers[{i}]")
-            close = _whole(info, "timestamp", f"ledgers[{i}].", default=0)
-            ledgers.append(Ledger(_whole(info, "ledgerId", f"ledgers[{i}]."), _whole(info, "entries", f"ledgers[{i}].", 0),
-                                  _whole(info, "size", f"ledgers[{i}].", 0), close if close > 0 else None))
         cursors = {}
         for name, raw in _object(obj.get("cursors") or {}, "cursors").items():
             cursor = _object(raw, f"cursors.{name}")
             cursors[name] = _position(cursor.get("markDeletePosition"), f"cursors.{name}.markDeletePosition")
     except Malformed as exc:
         return _malformed(where, exc)
-    return sorted(ledgers, key=lambda ledger: ledger.ledger_id), cursors
+    return cursors
+
+
+def ledgers(answer: Any, where: str) -> list[Ledger] | PulsarError:
+    """The ledgers of an `internal-info` answer (the managed ledger's metadata, `ManagedLedgerInfo`),
+    by id. A closed ledger has its entries, size and close `timestamp`; the last ledger is the one
+    being written (open: Pulsar's estimate has no age for it), and so is one without entries."""
+    try:
+        obj = _object(answer, "internal-info")
+        raw_ledgers = obj.get("ledgers") or []
+        if not isinstance(raw_ledgers, list):
+            raise Malformed(f"ledgers={_show(raw_ledgers)}: must be a JSON list")
+        out = []
+        for i, raw in enumerate(raw_ledgers):
+            info = _object(raw, f"ledgers[{i}]")
+            prefix = f"ledgers[{i}]."
+            closed = info.get("entries") is not None
+            close = _whole(info, "timestamp", prefix, default=0) if closed else 0
+            out.append(Ledger(_whole(info, "ledgerId", prefix), _whole(info, "entries", prefix, default=0),
+                              _whole(info, "size", prefix, default=0), close if close > 0 else None))
+    except Malformed as exc:
+        return _malformed(where, exc)
+    out.sort(key=lambda ledger: ledger.ledger_id)
+    if out and out[-1].close_ts_ms is not None:
+        out[-1] = Ledger(out[-1].ledger_id, out[-1].entries, out[-1].size_bytes, None)
+    return out
 
 
 def oldest_ledger(ledgers: list[Ledger], mark_delete: Position) -> Ledger | None:

@@ -3,7 +3,8 @@
 Per round (`PulsarCollector.collect`): the broker's runtime configuration (its backlog-quota settings);
 per namespace its persistent topics, its partitioned topics and its backlog quota map; per topic its
 stats (the PIP-323 fields and each subscription's backlog, `getEarliestTimeInBacklog=true`), its internal
-stats (the ledger holding each subscription's oldest unacknowledged entry, for the estimate mode) and
+stats and its managed ledger's `internal-info` (each subscription's mark-delete position and the close
+time of the ledger holding its oldest unacknowledged entry, which the estimate mode ages the backlog from) and
 its topic-level backlog quota map (a partition's is its partitioned topic's: Pulsar keys topic policies
 by the partitioned topic).
 
@@ -11,8 +12,8 @@ Nothing stops a round: a call that fails is a `PulsarError` in `Collection.error
 `PulsarError.line`) and the round goes on without what it would have given: a namespace that cannot be
 listed (`NAMESPACE_NOT_FOUND` when it does not exist) contributes no topic; a topic whose stats cannot
 be read (`TOPIC_NOT_FOUND` when it was deleted between the listing and its stats) contributes no row; a
-topic whose internal stats or quota map cannot be read keeps its rows without what they give (the ledger
-close times; its topic-level quotas) and the error is recorded. System topics (`__change_events`,
+topic whose internal stats, internal-info or quota map cannot be read keeps its rows without what they give
+(the ledger close times; its topic-level quotas) and the error is recorded. System topics (`__change_events`,
 transaction topics: Pulsar never holds them to a backlog quota) and non-durable subscriptions (readers:
 not cursors of the managed ledger) are left out and counted in `Collection.skipped`.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from quotaplane.backlog.config import QuotaSet
 from quotaplane.backlog.names import is_namespace_name
@@ -30,6 +32,7 @@ from quotaplane.live.pulsar import answers
 from quotaplane.live.pulsar.admin import PulsarAdmin
 from quotaplane.live.pulsar.model import Collection, PulsarError, TopicBacklog
 
+T = TypeVar("T")
 SYSTEM_TOPIC = "system topic"
 NON_DURABLE = "non-durable subscription"
 _PARTITION = "-partition-"
@@ -138,20 +141,25 @@ class PulsarCollector:
         elif quota.size is not None or quota.time is not None:
             quotas[topic] = quota
 
+    @staticmethod
+    def _read(answer: Any, parse: Callable[[Any, str], T | PulsarError], topic: str,
+              errors: list[PulsarError]) -> T | None:
+        value = answer if isinstance(answer, PulsarError) else parse(answer, f"topic {topic}")
+        if isinstance(value, PulsarError):
+            errors.append(value.renamed("TOPIC_NOT_FOUND") if value.reason == "NOT_FOUND" else value)
+            return None
+        return value
+
     def _topic(self, topic: str, parent: str | None, errors: list[PulsarError]) -> TopicBacklog | None:
         observed = self.clock()
         stats = self.admin.topic_stats(topic)
         if isinstance(stats, PulsarError):
             errors.append(stats.renamed("TOPIC_NOT_FOUND") if stats.reason == "NOT_FOUND" else stats)
             return None
-        internal = self.admin.internal_stats(topic)
-        if not isinstance(internal, PulsarError):
-            internal = answers.internal_stats(internal, f"topic {topic}")
-        if isinstance(internal, PulsarError):
-            errors.append(internal.renamed("TOPIC_NOT_FOUND") if internal.reason == "NOT_FOUND" else internal)
+        cursors = self._read(self.admin.internal_stats(topic), answers.cursor_positions, topic, errors)
+        ledgers = self._read(self.admin.ledger_info(topic), answers.ledgers, topic, errors)
+        if cursors is None or ledgers is None:
             ledgers, cursors = None, None
-        else:
-            ledgers, cursors = internal
         read = answers.topic_backlog(stats, topic, parent, observed, ledgers, cursors)
         if isinstance(read, PulsarError):
             errors.append(read)

@@ -42,7 +42,7 @@ class Position:
 
 @dataclass(frozen=True)
 class Ledger:
-    """One ledger of a topic (internal stats `ledgers`): `close_ts_ms` is None while it is open."""
+    """One ledger of a topic (`internal-info` `ledgers`): `close_ts_ms` is None while it is open."""
 
     ledger_id: int
     entries: int
@@ -57,8 +57,8 @@ class SubscriptionBacklog:
     `entries` is `msgBacklog` (Pulsar counts entries: `getNumberOfEntriesInBacklog`), `size_bytes` its
     `backlogSize` (`getEstimatedBacklogSize(markDeletePosition)`), `oldest_publish_ts_ms` its
     `earliestMsgPublishTimeInBacklog` (None when Pulsar gave none: `-1`), `oldest_ledger_close_ts_ms`
-    the close time of the ledger holding its oldest unacknowledged entry (internal stats; None while that
-    ledger is open or unknown)."""
+    the close time of the ledger holding its oldest unacknowledged entry (`internal-info`; None while
+    that ledger is open or unknown)."""
 
     name: str
     entries: int
