@@ -5,7 +5,6 @@ registering again after a drop, bad commands counted and ignored) and the Pulsar
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import struct

@@ -86,7 +86,8 @@ def test_the_brokers_pauses_against_the_notices_engine(pulsar_broker: PulsarTarg
     matched = [n for n in notices if any(abs(n.ts_ms - start) <= MATCH_MS for start, _ in gaps)]
     # and on the traffic as it was offered (the backtest's replay, docs/notices.md)
     offered = engine_notices(topic, [int(t) for t in sent])
-    print(f"rate: broker paused reads {len(gaps)} times for {paused_by_broker:.0f} ms (publishRateLimitedTimes "
+    print(f"rate: broker paused reads {len(gaps)} times for {paused_by_broker:.0f} ms "
+          f"(publishRateLimitedTimes "
           f"{throttled_times}), {achieved:.1f} msg/s after the first {RATE}; quotaplane on the reads: "
           f"{len(notices)} notices, {len(matched)} at a broker pause, {paused_by_engine} ms paused; on the "
           f"offered traffic: {len(offered)} notices, pauses {[n.pause_for_millis for n in offered]} ms; the "

@@ -28,7 +28,7 @@ def serving(status: int, body: bytes) -> Iterator[tuple[str, list[dict[str, str]
     seen: list[dict[str, str]] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             seen.append(dict(self.headers))
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -79,7 +79,8 @@ def test_an_answer_too_large() -> None:
 def test_a_server_error_keeps_the_brokers_reason() -> None:
     with serving(500, b'{"reason": "Failed to get stats: ledger closed"}') as (url, _):
         error = error_of(PulsarAdmin(AdminSettings(url)).namespace_backlog_quotas("public/default"))
-    assert error.line() == "HTTP_ERROR: namespace public/default: HTTP 500: Failed to get stats: ledger closed"
+    assert error.line() == ("HTTP_ERROR: namespace public/default: HTTP 500: "
+                            "Failed to get stats: ledger closed")
 
 
 def test_an_answer_that_never_comes_is_a_timeout() -> None:
@@ -88,21 +89,24 @@ def test_an_answer_that_never_comes_is_a_timeout() -> None:
         silent.listen(1)
         port = silent.getsockname()[1]
         start = time.monotonic()
-        error = error_of(PulsarAdmin(AdminSettings(f"http://127.0.0.1:{port}", timeout_s=0.5)).broker_configuration())
+        admin = PulsarAdmin(AdminSettings(f"http://127.0.0.1:{port}", timeout_s=0.5))
+        error = error_of(admin.broker_configuration())
     assert error.reason == "TIMEOUT" and "within 0.5 s" in error.message
     assert time.monotonic() - start < 5
 
 
 def test_https_to_a_peer_without_tls() -> None:
     with serving(200, b"[]") as (url, _):
-        error = error_of(PulsarAdmin(AdminSettings(url.replace("http:", "https:"), timeout_s=2)).topics("a/b"))
+        admin = PulsarAdmin(AdminSettings(url.replace("http:", "https:"), timeout_s=2))
+        error = error_of(admin.topics("a/b"))
     assert error.reason == "TLS_ERROR"
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"url": "pulsar://127.0.0.1:6650"}, "--pulsar-admin=pulsar://127.0.0.1:6650: must be an http:// or https://"),
     ({"url": "http://h:8080", "timeout_s": 0}, "--pulsar-timeout=0: must be a number of seconds > 0"),
-    ({"url": "https://h:8443", "tls_cert_file": "c.pem"}, "--pulsar-tls-key-file=(missing): a client certificate"),
+    ({"url": "https://h:8443", "tls_cert_file": "c.pem"},
+     "--pulsar-tls-key-file=(missing): a client certificate"),
 ])
 def test_settings_are_checked(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError) as raised:

@@ -24,7 +24,8 @@ T = "persistent://public/default/t"
 STATS = {"backlogSize": 270, "backlogQuotaLimitSize": 1000, "backlogQuotaLimitTime": -1,
          "oldestBacklogMessageAgeSeconds": 4, "oldestBacklogMessageSubscriptionName": "slow",
          "publishers": [{"producerName": "p"}],
-         "subscriptions": {"slow": {"msgBacklog": 2, "backlogSize": 270, "earliestMsgPublishTimeInBacklog": 1000,
+         "subscriptions": {"slow": {"msgBacklog": 2, "backlogSize": 270,
+                                    "earliestMsgPublishTimeInBacklog": 1000,
                                     "isDurable": True},
                            "done": {"msgBacklog": 0, "backlogSize": 0, "earliestMsgPublishTimeInBacklog": -1,
                                     "isDurable": True}}}
@@ -53,7 +54,8 @@ def test_a_backlog_quota_map() -> None:
     assert answers.quota_set({"destination_storage": {"limit": 7, "policy": "producer_request_hold"}},
                              "w").size == Quota(7, "producer_request_hold")
     assert malformed(answers.quota_set({"message_age": {"limitTime": "60", "policy": "producer_exception"}},
-                                       "w")) == 'backlogQuotaMap.message_age.limitTime="60": must be a whole number'
+                                       "w")) == \
+        'backlogQuotaMap.message_age.limitTime="60": must be a whole number'
     assert "must be one of" in malformed(answers.quota_set(
         {"message_age": {"limitTime": 1, "policy": "drop"}}, "w"))
     assert "unknown backlog quota type" in malformed(answers.quota_set({"other": {}}, "w"))
@@ -71,14 +73,15 @@ LEDGERS = [Ledger(3, 10, 1000, 111), Ledger(5, 4, 400, 222), Ledger(8, 0, 0, Non
     (Position(8, 2), 8),  # in the open ledger
     (Position(9, 0), None),
 ])
-def test_the_ledger_holding_the_oldest_unacknowledged_entry(mark_delete: Position, ledger: int | None) -> None:
+def test_the_ledger_holding_the_oldest_unacknowledged_entry(mark_delete: Position,
+                                                            ledger: int | None) -> None:
     found = answers.oldest_ledger(LEDGERS, mark_delete)
     assert (found.ledger_id if found else None) == ledger
 
 
 def test_internal_stats_give_the_cursors_and_internal_info_the_ledgers() -> None:
-    assert answers.cursor_positions({"ledgers": [], "cursors": {"slow": {"markDeletePosition": "5:1"}}}, "w") == {
-        "slow": Position(5, 1)}
+    stats = {"ledgers": [], "cursors": {"slow": {"markDeletePosition": "5:1"}}}
+    assert answers.cursor_positions(stats, "w") == {"slow": Position(5, 1)}
     assert "must be a position ledger:entry" in malformed(
         answers.cursor_positions({"cursors": {"slow": {"markDeletePosition": "x"}}}, "w"))
     # what Pulsar 4.2 answers after a topic's ledger was closed by an unload: the open one has no
@@ -132,7 +135,8 @@ def test_names() -> None:
 def collection(*subs: SubscriptionBacklog, broker: dict[str, str] | None = None, parent: str | None = None
                ) -> Collection:
     topic = TopicBacklog(f"{T}-partition-0" if parent else T, parent, 9, 0, -1, -1, -1, None, 0, subs)
-    return Collection(10_000, ("public/default",), broker, {"public/default": QuotaSet(Quota(5, "producer_exception"))},
+    return Collection(10_000, ("public/default",), broker,
+                      {"public/default": QuotaSet(Quota(5, "producer_exception"))},
                       {T: QuotaSet(None, Quota(60, "consumer_backlog_eviction"))}, (topic,))
 
 
@@ -140,7 +144,8 @@ def test_rows_follow_the_backlog_snapshots_schema() -> None:
     rows, dropped = snapshot_rows(collection(SubscriptionBacklog("a", 2, 270, 1000, True, 222),
                                              SubscriptionBacklog("b", 0, 0, None, True), parent=T))
     assert dropped == {}
-    assert rows[0] == {"ts_ms": 10_000, "topic": f"{T}-partition-0", "subscription": "a", "backlog_size_bytes": 270,
+    assert rows[0] == {"ts_ms": 10_000, "topic": f"{T}-partition-0", "subscription": "a",
+                       "backlog_size_bytes": 270,
                        "backlog_entries": 2, "oldest_unacked_publish_ts_ms": 1000,
                        "oldest_unacked_ledger_close_ts_ms": 222, "partitioned_topic": T}
     assert [BACKLOG_SNAPSHOTS.broken_rule(r) for r in rows] == [None, None]
@@ -150,11 +155,13 @@ def test_rows_follow_the_backlog_snapshots_schema() -> None:
 def test_a_row_breaking_a_rule_is_counted_not_kept() -> None:
     # entries acknowledged between Pulsar's two reads: a backlog without an oldest publish time
     rows, dropped = snapshot_rows(collection(SubscriptionBacklog("a", 3, 10, None, True)))
-    assert rows == [] and dropped == {"backlog_entries > 0 exactly when oldest_unacked_publish_ts_ms is set": 1}
+    assert rows == []
+    assert dropped == {"backlog_entries > 0 exactly when oldest_unacked_publish_ts_ms is set": 1}
 
 
 def test_the_policies_a_round_implies() -> None:
-    broker = {"backlogQuotaDefaultLimitBytes": "-1", "backlogQuotaDefaultRetentionPolicy": "producer_request_hold",
+    broker = {"backlogQuotaDefaultLimitBytes": "-1",
+              "backlogQuotaDefaultRetentionPolicy": "producer_request_hold",
               "preciseTimeBasedBacklogQuotaCheck": "true", "clusterName": "standalone",
               "backlogQuotaDefaultLimitGB": "-1.0", "backlogQuotaCheckIntervalInSeconds": "1"}
     round_ = collection(broker=broker)
@@ -174,5 +181,6 @@ def test_the_policies_a_round_implies() -> None:
 def test_an_error_is_one_line() -> None:
     error = PulsarError("HTTP_ERROR", "topic t", "HTTP 500:\n  boom\n" + "x" * 400)
     line = error.line()
-    assert "\n" not in line and line.startswith("HTTP_ERROR: topic t: HTTP 500: boom x") and line.endswith("...")
+    assert "\n" not in line and line.endswith("...")
+    assert line.startswith("HTTP_ERROR: topic t: HTTP 500: boom x")
     assert error.renamed("TOPIC_NOT_FOUND").reason == "TOPIC_NOT_FOUND"

@@ -73,7 +73,8 @@ def test_a_round_reads_topics_subscriptions_and_quotas(pulsar_broker: PulsarTarg
     assert round_.skipped == {}  # the listing leaves out system topics; the reader is closed
     assert round_.namespace_quotas[ns].size.limit == 1_000_000
     assert round_.topic_quotas[limited].time.policy == "consumer_backlog_eviction"
-    assert round_.broker is not None and round_.broker["preciseTimeBasedBacklogQuotaCheck"] in ("true", "false")
+    assert round_.broker is not None
+    assert round_.broker["preciseTimeBasedBacklogQuotaCheck"] in ("true", "false")
 
     rows, dropped = snapshot_rows(round_)
     assert dropped == {} and len(rows) == 5  # plain: idle + slow, limited: slow, two partitions: slow
@@ -95,27 +96,32 @@ def test_the_admin_api_unreachable_is_one_line(pulsar_broker: PulsarTarget) -> N
 
 def test_no_token_is_401_and_a_role_without_permission_is_403(pulsar_broker: PulsarTarget) -> None:
     if pulsar_broker.token is None:
-        pytest.skip("the external Pulsar does not authenticate (QUOTAPLANE_PULSAR_TOKEN unset): no 401 or 403")
+        pytest.skip("the external Pulsar does not authenticate (QUOTAPLANE_PULSAR_TOKEN unset): "
+                    "no 401 or 403")
     ns = fresh_namespace(pulsar_broker)
     unauthenticated = collector(pulsar_broker, ns, token=None).collect(now_ms())
     assert unauthenticated.topics == ()
-    assert {e.reason for e in unauthenticated.errors} == {"UNAUTHORIZED"}, [e.line() for e in unauthenticated.errors]
+    lines = [e.line() for e in unauthenticated.errors]
+    assert {e.reason for e in unauthenticated.errors} == {"UNAUTHORIZED"}, lines
     forged = collector(pulsar_broker, ns, token=pulsar_broker.token[:-4] + "AAAA").collect(now_ms())
     assert {e.reason for e in forged.errors} == {"UNAUTHORIZED"}
     nobody = (pulsar_broker.standalone.token_for("nobody") if pulsar_broker.standalone is not None
               else os.environ.get(NOBODY_TOKEN_ENV))
     if nobody is None:
-        pytest.skip(f"an external Pulsar needs {NOBODY_TOKEN_ENV}, a token of a role without permissions, for 403")
+        pytest.skip(f"an external Pulsar needs {NOBODY_TOKEN_ENV}, a token of a role without permissions, "
+                    "for 403")
     forbidden = collector(pulsar_broker, ns, token=nobody).collect(now_ms())
     # Pulsar answers a valid role that is no super-user 401 on the broker's configuration
     # (`validateBothSuperuserAndBrokerOperation`) and 403 on the namespace (`validateNamespaceOperation`)
     assert {(e.where, e.reason) for e in forbidden.errors} == {
-        ("broker configuration", "UNAUTHORIZED"), (f"namespace {ns}", "FORBIDDEN")}, [e.line() for e in forbidden.errors]
+        ("broker configuration", "UNAUTHORIZED"), (f"namespace {ns}", "FORBIDDEN")}, \
+        [e.line() for e in forbidden.errors]
     line = next(e for e in forbidden.errors if e.reason == "FORBIDDEN").line()
     assert line.startswith("FORBIDDEN: ") and "HTTP 403" in line and "\n" not in line
 
 
-def test_a_namespace_that_does_not_exist_is_one_line_and_the_others_are_read(pulsar_broker: PulsarTarget) -> None:
+def test_a_namespace_that_does_not_exist_is_one_line_and_the_others_are_read(
+        pulsar_broker: PulsarTarget) -> None:
     ns = fresh_namespace(pulsar_broker)
     client = pulsar_broker.client()
     try:
@@ -125,7 +131,8 @@ def test_a_namespace_that_does_not_exist_is_one_line_and_the_others_are_read(pul
         client.close()
     round_ = collector(pulsar_broker, "public/does-not-exist", ns).collect(now_ms())
     assert [e.reason for e in round_.errors] == ["NAMESPACE_NOT_FOUND"]
-    assert round_.errors[0].line().startswith("NAMESPACE_NOT_FOUND: namespace public/does-not-exist: HTTP 404")
+    assert round_.errors[0].line().startswith(
+        "NAMESPACE_NOT_FOUND: namespace public/does-not-exist: HTTP 404")
     assert [t.topic for t in round_.topics] == [f"persistent://{ns}/a"]
 
 

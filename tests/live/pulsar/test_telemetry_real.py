@@ -87,8 +87,9 @@ def test_metrics_for_a_topic_match_pulsars_own(pulsar_broker: PulsarTarget) -> N
                {k: pulsars[0][k] for k in ("cluster", "namespace", "topic")}, name
         compared[name] = (mine[1], pulsars[1])
     for quota_type in ("size", "time"):
-        compared[f"{EVICTIONS}{{{quota_type}}}"] = (metric(ours, EVICTIONS, topic=topic, quota_type=quota_type),
-                                                   metric(theirs, EVICTIONS, topic=topic, quota_type=quota_type))
+        compared[f"{EVICTIONS}{{{quota_type}}}"] = (
+            metric(ours, EVICTIONS, topic=topic, quota_type=quota_type),
+            metric(theirs, EVICTIONS, topic=topic, quota_type=quota_type))
     print("metrics (quotaplane, pulsar):", compared)
     for name, (mine_value, pulsar_value) in compared.items():
         if name == "pulsar_storage_backlog_age_seconds":
@@ -142,7 +143,8 @@ def test_time_to_size_quota_against_when_pulsar_reached_it(pulsar_broker: Pulsar
                 reached_ms = round_.ts_ms
                 break
             time.sleep(0.2)
-        assert predicted_ms is not None and reached_ms is not None, "the topic did not reach its quota in 20 s"
+        assert predicted_ms is not None and reached_ms is not None, \
+            "the topic did not reach its quota in 20 s"
         acted_ms = wait_until("Pulsar evicts", lambda: now_ms() if metric(
             pulsar_broker.metrics(), EVICTIONS, topic=topic, quota_type="size") else None)
     finally:

@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
           f"(resident {memory.get('VmRSS', 0) // 1024} MiB)\n"
           f"  admin:   {standalone.admin_url}\n  service: {standalone.service_url}\n"
           f"  token:   {standalone.token}\n  data:    {standalone.data_dir}\n"
-          "export QUOTAPLANE_PULSAR_ADMIN, QUOTAPLANE_PULSAR_URL and QUOTAPLANE_PULSAR_TOKEN with these to run "
+          "export QUOTAPLANE_PULSAR_ADMIN, QUOTAPLANE_PULSAR_URL and QUOTAPLANE_PULSAR_TOKEN with these "
+          "to run "
           "the tests against it. Ctrl-C stops it.", flush=True)
     try:
         while not stop.wait(0.5):

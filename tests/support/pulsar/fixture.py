@@ -68,8 +68,8 @@ class PulsarTarget:
 
     def metrics(self) -> str:
         """The broker's Prometheus exposition (`/metrics/`)."""
-        request = urllib.request.Request(f"{self.admin_url}/metrics/",
-                                         headers={"Authorization": f"Bearer {self.token}"} if self.token else {})
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        request = urllib.request.Request(f"{self.admin_url}/metrics/", headers=headers)
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.read().decode()
 

@@ -36,7 +36,8 @@ JAVA_MIN = 17
 JVM_MEMORY = ("-Xms64m", "-Xmx384m", "-XX:MaxDirectMemorySize=256m", "-XX:+UseSerialGC",
               "-XX:ActiveProcessorCount=2", "-Xss512k")
 # What upstream `bin/pulsar` passes on Java 17 for Netty, BookKeeper and the JVM metrics.
-JVM_OPENS = ("--add-opens", "java.base/java.io=ALL-UNNAMED", "--add-opens", "java.base/java.util.zip=ALL-UNNAMED",
+JVM_OPENS = ("--add-opens", "java.base/java.io=ALL-UNNAMED",
+             "--add-opens", "java.base/java.util.zip=ALL-UNNAMED",
              "--add-opens", "java.base/sun.net=ALL-UNNAMED", "--add-opens", "java.base/java.nio=ALL-UNNAMED",
              "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED",
              "--add-opens", "java.management/sun.management=ALL-UNNAMED",
@@ -83,9 +84,9 @@ def java_version(java: str) -> int | None:
 
 def find_java() -> str:
     """`QUOTAPLANE_PULSAR_JAVA`, else `$JAVA_HOME/bin/java`, else `java` on PATH, if it is Java 17+."""
+    home = os.environ.get("JAVA_HOME")
     candidates = [os.environ.get("QUOTAPLANE_PULSAR_JAVA"),
-                  str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if os.environ.get("JAVA_HOME") else None,
-                  shutil.which("java")]
+                  str(Path(home) / "bin" / "java") if home else None, shutil.which("java")]
     tried = []
     for java in filter(None, candidates):
         version = java_version(java)
@@ -212,6 +213,7 @@ def start(check_interval_s: int = 1, timeout_s: float = DEFAULT_TIMEOUT_S) -> St
         if time.monotonic() - began > timeout_s:
             tail = standalone.log_tail()
             standalone.stop()
-            raise PulsarStartError(f"Pulsar standalone did not serve public/default within {timeout_s:.0f} s; "
+            raise PulsarStartError(f"Pulsar standalone did not serve public/default within "
+                                   f"{timeout_s:.0f} s; "
                                    f"its log ends:\n{tail}")
         time.sleep(0.5)

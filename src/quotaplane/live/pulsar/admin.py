@@ -8,10 +8,10 @@ The paths are Pulsar's admin API v2 (upstream `pulsar-broker` `admin/v2/Persiste
 | `topics(ns)` | `/admin/v2/persistent/{tenant}/{ns}` (every persistent topic, partitions included) |
 | `partitioned_topics(ns)` | `/admin/v2/persistent/{tenant}/{ns}/partitioned` |
 | `namespace_backlog_quotas(ns)` | `/admin/v2/namespaces/{tenant}/{ns}/backlogQuotaMap` |
-| `topic_stats(topic)` | `/admin/v2/persistent/{tenant}/{ns}/{topic}/stats?getEarliestTimeInBacklog=true&subscriptionBacklogSize=true` |
+| `topic_stats(topic)` | `/admin/v2/persistent/{tenant}/{ns}/{topic}/stats?` + `STATS_QUERY` |
 | `internal_stats(topic)` | `/admin/v2/persistent/{tenant}/{ns}/{topic}/internalStats` |
-| `ledger_info(topic)` | `/admin/v2/persistent/{tenant}/{ns}/{topic}/internal-info` (the ledgers' close times) |
-| `topic_backlog_quotas(topic)` | `/admin/v2/persistent/{tenant}/{ns}/{topic}/backlogQuotaMap` (the topic level only) |
+| `ledger_info(topic)` | `/admin/v2/persistent/{tenant}/{ns}/{topic}/internal-info` (ledger close times) |
+| `topic_backlog_quotas(topic)` | `/admin/v2/persistent/{tenant}/{ns}/{topic}/backlogQuotaMap` (topic level) |
 | `broker_configuration()` | `/admin/v2/brokers/configuration/runtime` |
 
 A call that fails gives a `PulsarError`: `UNREACHABLE` (connection refused, no route, DNS),
@@ -68,11 +68,13 @@ class AdminSettings:
     def __post_init__(self) -> None:
         parts = urllib.parse.urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError("--pulsar-admin", self.url, "must be an http:// or https:// URL of the web service")
+            raise ConfigError("--pulsar-admin", self.url,
+                              "must be an http:// or https:// URL of the web service")
         if not self.timeout_s > 0:
             raise ConfigError("--pulsar-timeout", self.timeout_s, "must be a number of seconds > 0")
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
-            raise ConfigError("--pulsar-tls-key-file" if self.tls_key_file is None else "--pulsar-tls-cert-file",
+            missing = "--pulsar-tls-key-file" if self.tls_key_file is None else "--pulsar-tls-cert-file"
+            raise ConfigError(missing,
                               "(missing)", "a client certificate needs both its certificate and its key")
 
 
@@ -146,7 +148,7 @@ class PulsarAdmin:
             return PulsarError(reason, where, f"HTTP {exc.code}: {detail}")
         except urllib.error.URLError as exc:
             return self._transport_error(exc.reason, where)
-        except (TimeoutError, socket.timeout, OSError) as exc:
+        except (TimeoutError, OSError) as exc:
             return self._transport_error(exc, where)
         except Exception as exc:  # nothing a broker does may escape a round
             return PulsarError("EXCEPTION", where, f"{type(exc).__name__}: {exc}")
@@ -160,7 +162,8 @@ class PulsarAdmin:
 
     def _transport_error(self, cause: object, where: str) -> PulsarError:
         if isinstance(cause, TimeoutError | socket.timeout):
-            return PulsarError("TIMEOUT", where, f"no answer from {self._base} within {self.settings.timeout_s:g} s")
+            return PulsarError("TIMEOUT", where,
+                               f"no answer from {self._base} within {self.settings.timeout_s:g} s")
         if isinstance(cause, ssl.SSLError | ssl.CertificateError):
             return PulsarError("TLS_ERROR", where, f"{self._base}: {cause}")
         return PulsarError("UNREACHABLE", where, f"{self._base}: {cause}")
@@ -171,7 +174,8 @@ class PulsarAdmin:
         return self.get(f"admin/v2/persistent/{namespace_path(namespace)}", f"namespace {namespace}")
 
     def partitioned_topics(self, namespace: str) -> Any | PulsarError:
-        return self.get(f"admin/v2/persistent/{namespace_path(namespace)}/partitioned", f"namespace {namespace}")
+        return self.get(f"admin/v2/persistent/{namespace_path(namespace)}/partitioned",
+                        f"namespace {namespace}")
 
     def namespace_backlog_quotas(self, namespace: str) -> Any | PulsarError:
         return self.get(f"admin/v2/namespaces/{namespace_path(namespace)}/backlogQuotaMap",

@@ -86,7 +86,8 @@ def quota_set(answer: Any, where: str) -> QuotaSet | PulsarError:
             limit = _whole(entry, key, prefix)
             policy = entry.get("policy")
             if policy not in RETENTION_POLICIES:
-                raise Malformed(f"{prefix}policy={_show(policy)}: must be one of {', '.join(RETENTION_POLICIES)}")
+                raise Malformed(f"{prefix}policy={_show(policy)}: must be one of "
+                                f"{', '.join(RETENTION_POLICIES)}")
             quotas[quota_type] = Quota(limit, policy)
     except Malformed as exc:
         return _malformed(where, exc)
@@ -102,7 +103,7 @@ def broker_settings(answer: Any, where: str = "broker configuration") -> dict[st
 
 def _position(text: Any, where: str) -> Position:
     if isinstance(text, str):
-        ledger, sep, entry = text.partition(":")
+        ledger, _, entry = text.partition(":")
         try:
             return Position(int(ledger), int(entry))
         except ValueError:
@@ -194,12 +195,14 @@ def topic_backlog(answer: Any, topic: str, partitioned_topic: str | None, observ
                 held_in = oldest_ledger(ledgers, cursors[sub_name])
                 close = held_in.close_ts_ms if held_in is not None else None
             subscriptions.append(SubscriptionBacklog(
-                name=sub_name, entries=_whole(sub, "msgBacklog", prefix), size_bytes=_whole(sub, "backlogSize", prefix),
+                name=sub_name, entries=_whole(sub, "msgBacklog", prefix),
+                size_bytes=_whole(sub, "backlogSize", prefix),
                 oldest_publish_ts_ms=earliest if earliest > 0 else None, durable=durable,
                 oldest_ledger_close_ts_ms=close))
         return TopicBacklog(
             topic=topic, partitioned_topic=partitioned_topic, observed_ms=observed_ms,
-            backlog_size_bytes=_whole(obj, "backlogSize", ""), limit_size=_whole(obj, "backlogQuotaLimitSize", ""),
+            backlog_size_bytes=_whole(obj, "backlogSize", ""),
+            limit_size=_whole(obj, "backlogQuotaLimitSize", ""),
             limit_time=_whole(obj, "backlogQuotaLimitTime", ""),
             oldest_age_seconds=_whole(obj, "oldestBacklogMessageAgeSeconds", ""), oldest_subscription=name,
             producers=len(publishers), subscriptions=tuple(subscriptions))

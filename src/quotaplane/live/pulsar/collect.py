@@ -40,7 +40,8 @@ _PARTITION = "-partition-"
 
 def is_system_topic(topic: str) -> bool:
     """Pulsar's system topics (`SystemTopicNames`): local names starting with `__` (`__change_events`,
-    `__transaction_buffer_snapshot`, ...) and transaction pending-ack stores (`...__transaction_pending_ack`)."""
+    `__transaction_buffer_snapshot`, ...) and transaction pending-ack stores
+    (`...__transaction_pending_ack`)."""
     local = topic.rsplit("/", 1)[-1]
     return local.startswith("__") or local.endswith("__transaction_pending_ack")
 
@@ -126,7 +127,8 @@ class PulsarCollector:
             errors.append(partitioned)
             partitioned = []
         quota_answer = self.admin.namespace_backlog_quotas(ns)
-        quota = quota_answer if isinstance(quota_answer, PulsarError) else answers.quota_set(quota_answer, where)
+        quota = (quota_answer if isinstance(quota_answer, PulsarError)
+                 else answers.quota_set(quota_answer, where))
         if isinstance(quota, PulsarError):
             errors.append(quota)
         else:

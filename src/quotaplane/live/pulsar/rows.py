@@ -11,7 +11,7 @@ the round's time `ts_ms` (one round is one check tick):
 | `backlog_size_bytes` | its `backlogSize` (`getEstimatedBacklogSize(markDeletePosition)`) |
 | `backlog_entries` | its `msgBacklog` (entries) |
 | `oldest_unacked_publish_ts_ms` | its `earliestMsgPublishTimeInBacklog` (null when none) |
-| `oldest_unacked_ledger_close_ts_ms` | the close time of the ledger holding that entry (`internal-info`; null while open) |
+| `oldest_unacked_ledger_close_ts_ms` | close time of its ledger (`internal-info`; null while it is open) |
 
 A row that breaks a row rule of the schema (Pulsar answered a backlog of entries with no oldest publish
 time, as it does when the entries are acknowledged between its two reads) is left out and counted by
