@@ -571,7 +571,9 @@ class StandInResult:
 
 
 class StandInPulsarProducer:
-    """The surface of `pulsar.Producer` the adapter calls."""
+    """The surface of `pulsar.Producer` the adapter calls, for the rule's exact boundaries on an
+    injected clock, which a real producer does not run on (the real one:
+    `test_the_pulsar_adapter_with_pulsar_client`)."""
 
     def __init__(self, topic: str) -> None:
         self._topic = topic
