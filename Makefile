@@ -10,7 +10,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 # Keep the embedded Spark on loopback.
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: run test lint bench bench-stream cluster-check check-prereqs promtool java-parts clean
+.PHONY: run test lint bench bench-stream cluster-check check-prereqs promtool java-parts pulsar clean
 
 run: $(STAMP)
 	$(BIN)/quotaplane run
@@ -35,6 +35,10 @@ cluster-check: $(STAMP)
 
 check-prereqs:
 	@sh scripts/check-prereqs.sh "$(PYTHON)"
+
+# A real Pulsar standalone on loopback for people, as the tests start it; Ctrl-C stops it.
+pulsar: $(STAMP) java-parts
+	$(BIN)/python -m tests.support.pulsar
 
 # promtool for the metrics and alert rule tests: installed from Debian's prometheus package where
 # it is missing and we are root with apt-get; never fails the build (it prints why not).

@@ -53,6 +53,47 @@ def spark() -> Iterator[object]:
     session.stop()
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep each `xdist_group` on one worker under `--dist=loadgroup`.
+
+    pytest-xdist 3.8 marks a grouped test by appending `@<group>` to `item._nodeid`, which pytest 9 no
+    longer reads (a node id is `item._id`), so without this the group is spread over both workers and
+    each starts its own real cluster. The id gets the suffix the way xdist meant it; a parametrized
+    test's id then shows a stray `]` after the group in reports.
+    """
+    if not getattr(config.option, "loadgroup", False):
+        return
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                         for m in item.iter_markers("xdist_group")})
+        suffix = "@" + "_".join(groups)
+        if groups and not item.nodeid.endswith(suffix):
+            path, _, tail = item.nodeid.partition("::")
+            item._id = NodeId(path=path, names=(tail + suffix,))  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def pulsar_session() -> Iterator[object]:
+    """The session's Pulsar (tests.support.pulsar.fixture), or why it did not start."""
+    from tests.support.pulsar.fixture import session_target
+
+    yield from session_target()
+
+
+@pytest.fixture
+def pulsar_broker(pulsar_session: object) -> object:
+    """The real Pulsar broker; a test that needs it fails with the reason when it did not start.
+    Tests using it are in the xdist group `pulsar` (one test process starts it once)."""
+    from tests.support.pulsar.launcher import PulsarStartError
+
+    if isinstance(pulsar_session, PulsarStartError):
+        raise pulsar_session
+    return pulsar_session
+
+
 @pytest.fixture
 def repo_root() -> Path:
     return REPO

@@ -5,7 +5,6 @@ registering again after a drop, bad commands counted and ignored) and the Pulsar
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import struct
@@ -38,9 +37,9 @@ from quotaplane.notices.protocol import (
     register_producer,
     throttle_producer,
 )
+from tests.support.pulsar.fixture import PulsarTarget
 
 TOPIC = Reason.TopicProduceQuotaExceeded
-PULSAR_URL_ENV = "QUOTAPLANE_PULSAR_URL"
 GROUP = Reason.ResourceGroupProduceQuotaExceeded
 
 
@@ -572,7 +571,9 @@ class StandInResult:
 
 
 class StandInPulsarProducer:
-    """The surface of `pulsar.Producer` the adapter calls."""
+    """The surface of `pulsar.Producer` the adapter calls, for the rule's exact boundaries on an
+    injected clock, which a real producer does not run on (the real one:
+    `test_the_pulsar_adapter_with_pulsar_client`)."""
 
     def __init__(self, topic: str) -> None:
         self._topic = topic
@@ -617,15 +618,10 @@ def test_the_pulsar_adapter_holds_resumes_and_fails_by_the_same_rule() -> None:
     assert stand_in.closed
 
 
-def test_the_pulsar_adapter_with_pulsar_client() -> None:
-    pulsar = pytest.importorskip(
-        "pulsar", reason="pulsar-client is not installed (it is not a quotaplane dependency), and no Pulsar "
-                         f"broker can run here: install it and set {PULSAR_URL_ENV} to run against a broker")
-    url = os.environ.get(PULSAR_URL_ENV)
-    if not url:
-        pytest.skip(f"no Pulsar broker can run in this environment: set {PULSAR_URL_ENV} "
-                    "(pulsar://host:6650) to run against one")
-    client = pulsar.Client(url)
+@pytest.mark.xdist_group("pulsar")
+def test_the_pulsar_adapter_with_pulsar_client(pulsar_broker: PulsarTarget) -> None:
+    """The adapter on a real pulsar-client producer and the real broker (tests.support.pulsar)."""
+    client = pulsar_broker.client()
     topic = f"persistent://public/default/quotaplane-{uuid.uuid4().hex[:8]}"
     try:
         consumer = client.subscribe(topic, "check")
