@@ -19,7 +19,7 @@ series and holders are one more small aggregation of the written checks (the sev
 reads, read back, cost less than the cached rows: 0.72 s against 1.04 s at S 4x).
 Only when rows were quarantined is the input read again, to write them with their original text.
 
-One observation of `pulsar_storage_backlog_quota_check_duration_seconds` is the wall-clock time
+One observation of `quotaplane_pulsar_storage_backlog_quota_check_duration_seconds` is the wall-clock time
 of the Spark action that evaluates every check of the run (materialising the cached rows that the
 checks and evictions are written from).
 """
