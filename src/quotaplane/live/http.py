@@ -2,7 +2,9 @@
 `/forecast` (JSON).
 
 `/healthz` is 200 while the last round is younger than three intervals (or no round is due yet),
-503 otherwise; `/decision` is the last decision row (the columns of the `storage_decisions` table);
+503 otherwise; `/decision` is the last decision row (the columns of the `storage_decisions` table)
+with `round`, the round's number as its log line gives it (`poll_id` is the collection's, which a
+replay takes from the recording);
 `/forecast` the last round's volume forecasts, a JSON list of `VolumeForecast.as_dict()` (the lines
 `quotaplane forecast` prints), `[]` before the first round.
 """
@@ -40,7 +42,8 @@ class Endpoints(EndpointServer):
         if path == "/decision":
             with self.lock:
                 row = self.status.decision_row
-            return 200, "application/json", (json.dumps(row, sort_keys=True) + "\n").encode()
+                answer = None if row is None else {**row, "round": self.status.round}
+            return 200, "application/json", (json.dumps(answer, sort_keys=True) + "\n").encode()
         if path == "/forecast":
             with self.lock:
                 rows = [f.as_dict() for f in self.status.forecasts]

@@ -5,13 +5,17 @@ alterations by result (`applied`, `failed`, `dry_run`), and the produce quota ev
 has under the current factor. The names and meanings are in docs/metrics.md. With them the forecast
 families of the last round's forecast (`ForecastMetrics`, `config="live"`; docs/live.md) and the
 partition replicas left out of collection rounds, by the rule they broke.
+
+Every series names one cluster: the cluster of the last decided round (`--cluster` of a live
+service; the recorded cluster of a replay), or `--cluster` before the first round, so the storage
+and the forecast families of one scrape always agree, and agree with `/decision` and the log.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -32,6 +36,7 @@ class LiveStatus:
     cluster: str
     decision: Decision | None = None
     decision_row: dict[str, object] | None = None
+    round: int | None = None  # the number of the last round, as its log line and `--state` count it
     last_round_unix: float | None = None
     last_round_seconds: float | None = None
     rounds: int = 0
@@ -49,8 +54,9 @@ class LiveMetrics(Collector):
 
     def collect(self) -> Iterator[Metric]:
         s = self.status
+        cluster = self.cluster()
         if s.decision is not None:
-            state = state_from_decision(s.decision, s.config, label="live", cluster=s.cluster)
+            state = state_from_decision(s.decision, s.config, label="live", cluster=cluster)
             state.fallbacks = dict(s.fallbacks)
             yield from StorageMetrics([state]).collect()
         last = GaugeMetricFamily("quotaplane_storage_last_round_timestamp_seconds",
@@ -90,4 +96,11 @@ class LiveMetrics(Collector):
         for reason, count in sorted(s.dropped_replicas.items()):
             dropped.add_metric([reason], count)
         yield dropped
-        yield from ForecastMetrics(s.forecasts, [], config="live").collect()
+        forecasts = [f if f.cluster == cluster else replace(f, cluster=cluster) for f in s.forecasts]
+        yield from ForecastMetrics(forecasts, [], config="live").collect()
+
+    def cluster(self) -> str:
+        """The one `cluster` label of the service's series (the module's docstring)."""
+        row = self.status.decision_row
+        named = row.get("cluster") if row is not None else None
+        return str(named) if named else self.status.cluster

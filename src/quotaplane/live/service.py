@@ -157,7 +157,7 @@ class Service:
             forecasts = self.forecast.forecast()
         with self.lock:
             s = self.status
-            s.decision, s.decision_row, s.rounds = decision, row, s.rounds + 1
+            s.decision, s.decision_row, s.round, s.rounds = decision, row, number, s.rounds + 1
             if decision.fallback_applied and decision.fallback_reason:
                 s.fallbacks[decision.fallback_reason] += 1
             if rd.error is not None:
