@@ -49,7 +49,7 @@ java-parts:
 $(STAMP): pyproject.toml | check-prereqs
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[spark,report,dev]'
 	$(BIN)/python -m quotaplane.build_class_archive
 	@touch $(STAMP)
 
