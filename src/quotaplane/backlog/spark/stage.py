@@ -106,7 +106,7 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
                     ("time exceeded (topic-ticks)", summary["time_exceeded"]),
                     ("eviction runs size / time",
                      f"{summary['size_evictions']} / {summary['time_evictions']}"),
-                    ("check duration (s)", round(duration, 2))]
+                    ("check duration", f"{duration:,.1f} s")]
             notes = [] if not counts.quarantined else [
                 f"{counts.quarantined} snapshot rows were quarantined (quarantine/{INPUT})."]
             sections = build_sections(report_data(table, aggregates, kpis, notes))
