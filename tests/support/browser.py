@@ -3,8 +3,8 @@ width, and screenshots of the top of the page.
 
 Chromium starts with a new empty profile and every background service off: on a machine without
 network it would otherwise wait for them. `python -m tests.support.browser REPORT OUT_PREFIX` writes
-`OUT_PREFIX-1024.png` and `OUT_PREFIX-1400.png`, the top of the report at both widths (the README's
-screenshots).
+`OUT_PREFIX-1024.png` and `OUT_PREFIX-1400.png`, the top of the report at both widths in 64 colours
+(the README's screenshots: `python -m tests.support.browser out/report.html docs/images/report-top`).
 """
 
 from __future__ import annotations
@@ -89,8 +89,12 @@ def main(argv: list[str]) -> int:
         print("usage: python -m tests.support.browser REPORT OUT_PREFIX (needs Debian's chromium)",
               file=sys.stderr)
         return 2
+    from PIL import Image  # matplotlib's dependency: the screenshots in 64 colours, small in git
+
     for width in WIDTHS:
-        screenshot(binary, Path(argv[0]), width, Path(f"{argv[1]}-{width}.png"))
+        out = Path(f"{argv[1]}-{width}.png")
+        screenshot(binary, Path(argv[0]), width, out)
+        Image.open(out).convert("RGB").quantize(colors=64).save(out, optimize=True)
     return 0
 
 

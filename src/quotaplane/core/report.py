@@ -127,6 +127,7 @@ def legend_beside(ax: Axes, fontsize: float = 8, handles: Sequence[Any] | None =
               fontsize=fontsize, frameon=False)
     return text_width_inches(labels, fontsize) + 0.55
 
+
 #: the figures `place_grid` laid out: `Section.figure` saves them uncropped
 _PLACED: weakref.WeakSet[Figure] = weakref.WeakSet()
 
