@@ -4,6 +4,7 @@ helpers every plot of the report uses: plain numbers, dated time axes, legends b
 from __future__ import annotations
 
 import base64
+import re
 
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -93,12 +94,16 @@ def _drawn(fig: Figure) -> None:
 def test_large_values_are_plain_numbers_without_an_offset() -> None:
     fig = Figure(figsize=(6, 3))
     ax = fig.add_subplot(1, 1, 1)
-    ax.plot([0, 1], [1.2e8, 1.9e8])
+    ax.plot([0, 1], [120_000, 190_000])
+    twin = ax.twinx()
+    twin.plot([0, 1], [1.2e8, 1.9e8])
     plain_numbers(ax)
+    plain_numbers(twin)
     _drawn(fig)
-    assert ax.yaxis.get_offset_text().get_text() == ""
-    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
-    assert labels and all("e" not in label and "," in label for label in labels)
+    for axes, pattern in ((ax, r"\d{3},000"), (twin, r"\d{3} M")):
+        assert axes.yaxis.get_offset_text().get_text() == ""
+        labels = [t.get_text() for t in axes.get_yticklabels() if t.get_text()]
+        assert labels and all(re.fullmatch(pattern, label) for label in labels), labels
 
 
 def test_a_time_axis_has_the_year_the_zone_and_a_title() -> None:

@@ -85,9 +85,9 @@ def time_axis(ms: Any) -> np.ndarray:
 
 
 #: `place_grid`'s margins (inches) for a titled plot over time: the y label and its ticks (plain
-#: numbers with thousands separators, `plain_numbers`) beside, the dates on two lines and the
+#: numbers of at most seven characters, `plain_numbers`) beside, the dates on two lines and the
 #: axis title below (`time_axis_style`)
-TIME_SERIES_MARGINS = {"left": 0.95, "right": 0.15, "top": 0.4, "bottom": 0.85}
+TIME_SERIES_MARGINS = {"left": 1.05, "right": 0.15, "top": 0.4, "bottom": 0.85}
 
 
 def time_axis_style(ax: Axes, title: bool = True) -> None:
@@ -101,8 +101,13 @@ def time_axis_style(ax: Axes, title: bool = True) -> None:
 
 
 def _plain(value: float, _position: object = None) -> str:
+    """`0`, `0.25`, `12,500`; from a million on `1.5 M`, `2 G` (a suffix, not an offset written
+    apart from the ticks): at most seven characters beside the axis."""
     if value == 0:
         return "0"
+    for size, suffix in ((1e9, "G"), (1e6, "M")):
+        if abs(value) >= size:
+            return f"{value / size:,.3g} {suffix}"
     if abs(value) >= 100 or float(value).is_integer():
         return f"{value:,.0f}"
     return f"{value:,.3g}"
