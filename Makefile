@@ -10,12 +10,12 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 # Keep the embedded Spark on loopback.
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: run test lint bench bench-stream cluster-check check-prereqs promtool java-parts pulsar clean
+.PHONY: run test lint bench bench-stream cluster-check check-prereqs test-tools promtool java-parts pulsar clean
 
 run: $(STAMP)
 	$(BIN)/quotaplane run
 
-test: $(STAMP) promtool java-parts
+test: $(STAMP) test-tools java-parts
 	$(BIN)/ruff check .
 	$(BIN)/pytest
 
@@ -40,10 +40,16 @@ check-prereqs:
 pulsar: $(STAMP) java-parts
 	$(BIN)/python -m tests.support.pulsar
 
-# promtool for the metrics and alert rule tests: installed from Debian's prometheus package where
-# it is missing and we are root with apt-get; never fails the build (it prints why not).
+# Tools the tests run, from Debian's packages where they are missing and we are root with apt-get:
+# promtool (the metrics and alert rules), Chromium (the report at two widths), systemd-analyze (the
+# systemd unit). Never fails the build: it prints why not, and the tests that need one fail.
+test-tools:
+	@sh scripts/install-debian-tool.sh promtool prometheus
+	@sh scripts/install-debian-tool.sh chromium chromium
+	@sh scripts/install-debian-tool.sh systemd-analyze systemd
+
 promtool:
-	@sh scripts/install-promtool.sh
+	@sh scripts/install-debian-tool.sh promtool prometheus
 
 # The real Kafka (and the other Java parts) the tests start, resolved from Maven Central into ~/.m2;
 # a part already resolved from an unchanged pom is not fetched again.
@@ -53,7 +59,7 @@ java-parts:
 $(STAMP): pyproject.toml | check-prereqs
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[spark,report,dev]'
 	$(BIN)/python -m quotaplane.build_class_archive
 	@touch $(STAMP)
 

@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from quotaplane import __version__, run_command
+from quotaplane import __version__, extras, run_command
 from quotaplane.core.commands import register_policy
 from quotaplane.core.errors import ConfigError, ConfigErrors, InputError, QuotaplaneError
 from quotaplane.forecast import cli as forecast_command
@@ -47,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        extras.check(args.command)
         return int(args.func(args) or 0)
     except ConfigErrors as exc:
         for err in exc.errors:
@@ -60,6 +61,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    except ModuleNotFoundError as exc:
+        missing = extras.missing_extra(args.command, exc)
+        if missing is None:
+            raise
+        print(f"error: {missing}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -67,8 +67,9 @@ def test_evaluate_prints_one_line_per_tick_and_topic(files, capsys, tmp_path: Pa
         "oldestBacklogMessageSubscriptionName": "s"}
     assert document["partitionedTopics"]["persistent://t/ns/a"]["oldestBacklogMessageAgeSeconds"] == 1
     text = metrics.read_text()
-    assert 'pulsar_storage_backlog_quota_exceeded_evictions_total{cluster="east",namespace="t/ns",' in text
-    assert 'pulsar_storage_backlog_quota_check_duration_seconds_count{cluster="east"} 1.0' in text
+    evictions = "quotaplane_pulsar_storage_backlog_quota_exceeded_evictions_total"
+    assert f'{evictions}{{cluster="east",namespace="t/ns",' in text
+    assert 'quotaplane_pulsar_storage_backlog_quota_check_duration_seconds_count{cluster="east"} 1.0' in text
 
 
 def test_bad_policies_exit_2_naming_the_key(files, capsys, tmp_path: Path) -> None:

@@ -88,10 +88,10 @@ def test_the_stage_writes_tables_metrics_and_report(spark, telemetry: Path, tmp_
                                   "oldestBacklogMessageSubscriptionName": "s"}
     assert spark.read.parquet(str(out / "quarantine" / "backlog_snapshots")).count() == 5
     text = render(ctx.registry)
-    assert 'pulsar_storage_backlog_quota_exceeded_evictions_total{cluster="c1",namespace="t/ns",' \
+    assert 'quotaplane_pulsar_storage_backlog_quota_exceeded_evictions_total{cluster="c1",namespace="t/ns",' \
            'quota_type="size",topic="persistent://t/ns/a"} 2.0' in text
-    assert 'pulsar_storage_backlog_quota_check_duration_seconds_count{cluster="c1"} 1.0' in text
-    html = render_report("r", "s", result.sections)
+    assert 'quotaplane_pulsar_storage_backlog_quota_check_duration_seconds_count{cluster="c1"} 1.0' in text
+    html = render_report("r", "s", result.sections).replace("<wbr>", "")  # no line break hints
     assert "Backlog age against its limit" in html and "Who holds the oldest message" in html
     assert "data:image/png;base64" in html
 

@@ -310,7 +310,7 @@ def test_throttled_times_counts_commands_by_reason_and_topic() -> None:
 def test_promtool_finds_nothing_to_say_about_the_metrics() -> None:
     promtool = shutil.which("promtool")
     if promtool is None:
-        pytest.skip("promtool is not installed")
+        pytest.fail("promtool is not installed (`make promtool` installs Debian's prometheus package)")
     registry = CollectorRegistry()
     metrics = ClientMetrics(registry)
     metrics.throttled("TopicProduceQuotaExceeded", "a")

@@ -43,20 +43,21 @@ def rendered(value_metric: bool) -> str:
 
 def test_kafka_names_and_labels() -> None:
     text = rendered(True)
-    assert 'kafka_server_produce_byte_rate{broker_id="1",client_id="",user="etl"} 1500.0' in text
-    assert 'kafka_server_produce_throttle_time{broker_id="1",client_id="",user="etl"} 12.5' in text
-    assert 'kafka_server_produce_quota_value{broker_id="1",client_id="",user="etl"} 1000.0' in text
-    assert 'kafka_server_request_request_time{broker_id="1",client_id="web",user=""} 2.5' in text
-    assert ('kafka_server_controllermutation_mutation_rate{broker_id="2",client_id="adm",user="ops"} 0.1'
+    assert 'quotaplane_kafka_server_produce_byte_rate{broker_id="1",client_id="",user="etl"} 1500.0' in text
+    assert 'quotaplane_kafka_server_produce_throttle_time{broker_id="1",client_id="",user="etl"} 12.5' in text
+    assert 'quotaplane_kafka_server_produce_quota_value{broker_id="1",client_id="",user="etl"} 1000.0' in text
+    assert 'quotaplane_kafka_server_request_request_time{broker_id="1",client_id="web",user=""} 2.5' in text
+    assert ('quotaplane_kafka_server_controllermutation_mutation_rate{broker_id="2",client_id="adm",'
+            'user="ops"} 0.1' in text)
+    assert ('quotaplane_kafka_server_controllermutation_tokens{broker_id="2",client_id="adm",user="ops"} 40.0'
             in text)
-    assert 'kafka_server_controllermutation_tokens{broker_id="2",client_id="adm",user="ops"} 40.0' in text
     assert ('quotaplane_client_quota_utilisation_percent{broker_id="1",client_id="",quota_type="produce",'
             'user="etl"} 150.0') in text
     assert ('quotaplane_client_throttle_time_seconds_total{broker_id="1",client_id="",quota_type="produce",'
             'user="etl"} 0.04') in text
     # unlimited: no quota-value sample, and no controller mutation quota-value family (not in KIP-786)
-    assert 'kafka_server_request_quota_value{' not in text
-    assert "kafka_server_controllermutation_quota_value" not in text
+    assert 'quotaplane_kafka_server_request_quota_value{' not in text
+    assert "quotaplane_kafka_server_controllermutation_quota_value" not in text
 
 
 
@@ -84,7 +85,7 @@ def test_utilisation_ratio_is_nan_without_a_positive_quota_or_a_rate() -> None:
 def test_no_quota_value_metric_unless_enabled() -> None:
     text = rendered(False)
     assert "quota_value" not in text
-    assert "kafka_server_fetch_byte_rate" in text  # families exist (empty) for every type
+    assert "quotaplane_kafka_server_fetch_byte_rate" in text  # families exist (empty) for every type
 
 
 def test_every_kafka_metric_maps_a_spec_attribute() -> None:
@@ -112,6 +113,6 @@ def test_report_sections() -> None:
     sections = build_sections(ClientsReportData(TOTALS, summary, intervals, storage))
     assert [s.title for s in sections] == ["Kafka client quotas", "Client throttling over time",
                                            "Storage throttle factor and client produce limits"]
-    html = render_report("t", "s", sections)
+    html = render_report("t", "s", sections).replace("<wbr>", "")  # no line break hints
     assert "Furthest over their quota" in html and "b1 produce etl/—" in html
     assert build_sections(ClientsReportData(TOTALS[1:], summary, [], None))[-1].title == "Kafka client quotas"

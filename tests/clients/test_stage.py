@@ -141,12 +141,13 @@ def test_stage_outputs_agree_with_the_reference(spark, stage_dirs) -> None:
     assert standing.where(F.col("standing") == "over").count() == summary["over_quota_groups"] > 0
 
     text = render(registry)
-    assert 'kafka_server_produce_byte_rate{broker_id="1",client_id="loader",user="etl"}' in text
-    assert "kafka_server_produce_quota_value" in text and "kafka_server_fetch_throttle_time" in text
-    assert "kafka_server_request_request_time" in text and "kafka_server_controllermutation_tokens" in text
+    assert 'quotaplane_kafka_server_produce_byte_rate{broker_id="1",client_id="loader",user="etl"}' in text
+    for family in ("produce_quota_value", "fetch_throttle_time", "request_request_time",
+                   "controllermutation_tokens"):
+        assert f"quotaplane_kafka_server_{family}" in text
     assert ('quotaplane_client_throttled_requests_total{broker_id="1",client_id="web",quota_type="fetch"'
             in text)
-    html = render_report("r", "s", result.sections)
+    html = render_report("r", "s", result.sections).replace("<wbr>", "")  # no line break hints
     assert "Furthest over their quota" in html and "Storage throttle factor and client produce limits" in html
     assert "Client throttling over time" in html and "data:image/png;base64" in html
     assert len(result.console) == 3 and "furthest over" in result.console[1]

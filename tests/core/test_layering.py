@@ -28,6 +28,7 @@ PURE = [
     "quotaplane.notices.protocol", "quotaplane.client", "quotaplane.core.incremental",
     "quotaplane.stream.cli", "quotaplane.stream.commits", "quotaplane.stream.keyed",
     "quotaplane.stream.status", "quotaplane.stream.plan", "quotaplane.stream.run", "quotaplane.core.http",
+    "quotaplane.extras", "quotaplane.core.units",
     *[f"quotaplane.{p}.incremental" for p in ("storage", "clients", "topics", "backlog")],
     *[f"quotaplane.{p}.{m}" for p in POLICIES
       for m in ("engine", "config", "records", "metrics", "report", "cli", "policy")],

@@ -1,7 +1,7 @@
 """Figures laid out by `place_grid` are saved uncropped: everything they draw must lie inside them.
 
 Each policy's placed figure is built here from inputs at the edges of what its margins hold: values
-of six digits (larger ones Matplotlib writes with an offset), a time axis over days, long labels.
+of six digits (from a million on `plain_numbers` writes `1.5 M`), a time axis over days, long labels.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@
 `quotaplane <policy> evaluate` that has one. The alert rules in deploy/prometheus pass
 `promtool check rules` and their unit tests, and fire on the bundled example's metrics the alerts
 its end state calls for; the Grafana dashboard's queries parse, and the rules and the dashboard
-name only metrics that quotaplane exports. The promtool tests are skipped when promtool is not
-installed (`make test` installs Debian's `prometheus` package, which ships it, where it can).
+name only metrics that quotaplane exports. promtool must be installed: `make test` installs Debian's
+`prometheus` package, which ships it (scripts/install-debian-tool.sh); without it these tests fail.
 """
 
 from __future__ import annotations
@@ -28,20 +28,24 @@ from prometheus_client.parser import text_string_to_metric_families
 from quotaplane.cli import main
 from quotaplane.client.metrics import ClientMetrics
 from quotaplane.core.runner import run_pipeline
+from quotaplane.live.metrics import LiveMetrics, LiveStatus
 from quotaplane.live.notice_channel import NoticeChannel
 from quotaplane.registry import POLICIES
 from quotaplane.run_command import bundled_example
+from quotaplane.storage.config import load_storage_config
+from quotaplane.stream.status import StreamStatus
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "deploy" / "prometheus" / "quotaplane-rules.yml"
 RULE_TESTS = REPO / "deploy" / "prometheus" / "quotaplane-rules.test.yml"
 DASHBOARD = REPO / "deploy" / "grafana" / "quotaplane-dashboard.json"
-# What the live service (`quotaplane serve`) exports besides the storage metrics of the batch files.
-LIVE_METRICS = {"quotaplane_storage_last_round_timestamp_seconds",
-                "quotaplane_storage_round_duration_seconds"}
+# Prometheus' own series of a scrape, which the rules read for a service that is down or gone.
+SCRAPE_METRICS = {"up"}
+# Families whose samples appear only once there is a value (`_family_names` sees the others).
+STREAM_WATERMARK = "quotaplane_stream_watermark_seconds"
 # Grafana's variables, replaced to parse a dashboard query as PromQL.
 GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$cluster": ".*", "$config": ".*"}
-METRIC_NAME = re.compile(r"\b(?:quotaplane|kafka_server|pulsar)_[a-z0-9_]+")
+METRIC_NAME = re.compile(r"\b(?:quotaplane|kafka_server|pulsar)_[a-z0-9_]+|\bup\b(?=\{)")
 # The sample names of a family by type (prometheus_client names a counter's family without `_total`).
 SAMPLE_SUFFIXES = {"counter": ("_total",), "gauge": ("",), "histogram": ("_bucket", "_count", "_sum")}
 NOTICE_METRIC_PREFIXES = ("quotaplane_notice", "quotaplane_client_producer_", "quotaplane_client_notice_")
@@ -52,7 +56,7 @@ STORAGE_ALERTS = ("QuotaplaneThrottlingActive", "QuotaplaneFallbackApplied", "Qu
 def promtool_path() -> str:
     path = shutil.which("promtool")
     if path is None:
-        pytest.skip("promtool is not installed: `make promtool` installs Debian's prometheus package "
+        pytest.fail("promtool is not installed: `make promtool` installs Debian's prometheus package "
                     "(as root, with apt-get)")
     return path
 
@@ -66,7 +70,7 @@ def promtool(*args: str, stdin: str | None = None) -> subprocess.CompletedProces
 def run_metrics(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`metrics.prom` of the main job on the bundled example (what `quotaplane run` writes), with
     `client.quota.value.metric.enable=true` added to its broker properties so that the KIP-786
-    `kafka_server_*_quota_value` families are written too (every other family is as by default)."""
+    `quotaplane_kafka_server_*_quota_value` families are written too (every other family is as by default)."""
     telemetry, configs = bundled_example()
     out = tmp_path_factory.mktemp("run")
     assert configs.storage is not None
@@ -144,10 +148,10 @@ def test_promtool_check_metrics_is_silent_on_the_run_metrics(run_metrics: Path) 
     promtool_path()
     text = run_metrics.read_text()
     for family in ("quotaplane_storage_throttle_factor", "quotaplane_client_throttle_time_seconds_total",
-                   "kafka_server_produce_quota_value",
+                   "quotaplane_kafka_server_produce_quota_value",
                    "quotaplane_client_quota_utilisation_ratio",
                    "quotaplane_topic_bytes_in_threshold_bytes_per_second",
-                   "pulsar_storage_backlog_size"):
+                   "quotaplane_pulsar_storage_backlog_size"):
         assert f"\n{family}{{" in text, family
     result = promtool("check", "metrics", stdin=text)
     assert (result.returncode, result.stdout + result.stderr) == (0, "")
@@ -164,6 +168,17 @@ def test_promtool_rule_unit_tests_pass() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_every_alert_has_a_unit_test_that_fires_it_and_one_that_does_not() -> None:
+    alerts = set(re.findall(r"^\s+- alert: (\w+)$", RULES.read_text(), re.M))
+    # each case: `alertname: X`, then `exp_alerts: []` (none may fire) or `exp_alerts:` and the alerts
+    cases = re.findall(r"^\s+alertname: (\w+)\n\s+exp_alerts:( \[\])?$", RULE_TESTS.read_text(), re.M)
+    firing = {name for name, empty in cases if not empty}
+    silent = {name for name, empty in cases if empty}
+    assert alerts - firing == set() and alerts - silent == set()
+    assert {"QuotaplaneVolumeHardLimitWithin24h", "QuotaplaneServiceDown", "QuotaplaneServiceAbsent",
+            "QuotaplaneBacklogQuotaWithin24h", "QuotaplaneStreamBehind"} <= alerts
+
+
 def _notice_metrics() -> set[str]:
     """The sample names of the live service's notice channel and of the producer (`quotaplane.client`),
     from their collectors: some of their families have no sample until a notice is sent."""
@@ -171,6 +186,22 @@ def _notice_metrics() -> set[str]:
     NoticeChannel(registry=registry)
     ClientMetrics(registry)
     return {family.name + suffix for family in registry.collect() for suffix in SAMPLE_SUFFIXES[family.type]}
+
+
+def _family_names(*collectors: object) -> set[str]:
+    registry = CollectorRegistry()
+    for collector in collectors:
+        registry.register(collector)  # type: ignore[arg-type]
+    return {family.name + suffix for family in registry.collect() for suffix in SAMPLE_SUFFIXES[family.type]}
+
+
+def _service_metrics() -> set[str]:
+    """The sample names of the live service's own families and of the stream's, from their
+    collectors (before any round or commit: families without samples count)."""
+    _, configs = bundled_example()
+    assert configs.storage is not None
+    live = LiveMetrics(LiveStatus(load_storage_config(configs.storage), "c"))
+    return _family_names(live, StreamStatus(["storage"])) | {STREAM_WATERMARK}
 
 
 def _samples(path: Path) -> list[tuple[str, dict[str, str], float]]:
@@ -259,6 +290,11 @@ def _dashboard_queries() -> list[str]:
 def test_dashboard_is_one_importable_document() -> None:
     dashboard = json.loads(DASHBOARD.read_text())
     assert dashboard["uid"] == "quotaplane" and dashboard["schemaVersion"] >= 36
+    # Grafana's import asks for the data source of each input, the default of the variable
+    (source,) = dashboard["__inputs"]
+    assert (source["type"], source["pluginId"]) == ("datasource", "prometheus")
+    variable = dashboard["templating"]["list"][0]
+    assert variable["current"]["value"] == "${" + source["name"] + "}"
     ids = [p["id"] for p in dashboard["panels"]]
     assert len(ids) == len(set(ids))
     for panel in dashboard["panels"]:
@@ -283,11 +319,30 @@ def test_dashboard_queries_are_promql(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_dashboard_has_panels_for_the_forecast_the_live_service_and_the_stream() -> None:
+    queries = " ".join(_dashboard_queries())
+    for family in ("quotaplane_storage_volume_seconds_to_hard_limit", "quotaplane_backlog_seconds_to_quota",
+                   "quotaplane_client_quota_alterations_total", "quotaplane_storage_collection_errors_total",
+                   "quotaplane_stream_watermark_seconds", "quotaplane_stream_input_rows_total"):
+        assert family in queries, family
+
+
+def test_panels_of_your_own_producers_metrics_say_so() -> None:
+    """The producer's metrics come from the user's application, not from a quotaplane service."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    producer = [p for p in dashboard["panels"]
+                if any("quotaplane_client_producer_" in t["expr"] or "quotaplane_client_notice_" in t["expr"]
+                       for t in p.get("targets", []))]
+    assert len(producer) == 2
+    for panel in producer:
+        assert panel["title"].startswith("Your producers") and "your own producers" in panel["description"]
+
+
 @pytest.mark.spark
 @pytest.mark.slow
 def test_rules_and_dashboard_name_only_exported_metrics(run_metrics: Path,
                                                         evaluate_metrics: dict[str, Path]) -> None:
-    exported = LIVE_METRICS | _notice_metrics()
+    exported = SCRAPE_METRICS | _notice_metrics() | _service_metrics()
     for path in [run_metrics, *evaluate_metrics.values()]:
         exported |= {name for name, _, _ in _samples(path)}
     named = set(METRIC_NAME.findall(RULES.read_text())) | {

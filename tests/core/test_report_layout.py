@@ -1,14 +1,25 @@
-"""`place_grid`: a figure's margins and gaps fixed in inches, so it is saved uncropped."""
+"""`place_grid`: a figure's margins and gaps fixed in inches, so it is saved uncropped; and the
+helpers every plot of the report uses: plain numbers, dated time axes, legends beside the data."""
 
 from __future__ import annotations
 
 import base64
+import re
 
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from quotaplane.core.report import Section, figure_to_data_uri, place_grid, text_width_inches
+from quotaplane.core.report import (
+    Section,
+    figure_to_data_uri,
+    legend_beside,
+    place_grid,
+    plain_numbers,
+    text_width_inches,
+    time_axis,
+    time_axis_style,
+)
 
 
 def _inches(fig: Figure, rows: int, cols: int) -> list[tuple[float, float, float, float]]:
@@ -74,3 +85,47 @@ def test_text_width_is_the_drawn_width() -> None:
     assert text_width_inches(labels, 8) == pytest.approx(drawn, rel=0.02)
     assert text_width_inches(labels, 16) == pytest.approx(2 * text_width_inches(labels, 8), rel=0.02)
     assert text_width_inches([], 8) == 0.0
+
+
+def _drawn(fig: Figure) -> None:
+    FigureCanvasAgg(fig).draw()
+
+
+def test_large_values_are_plain_numbers_without_an_offset() -> None:
+    fig = Figure(figsize=(6, 3))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.plot([0, 1], [120_000, 190_000])
+    twin = ax.twinx()
+    twin.plot([0, 1], [1.2e8, 1.9e8])
+    plain_numbers(ax)
+    plain_numbers(twin)
+    _drawn(fig)
+    for axes, pattern in ((ax, r"\d{3},000"), (twin, r"\d{3} M")):
+        assert axes.yaxis.get_offset_text().get_text() == ""
+        labels = [t.get_text() for t in axes.get_yticklabels() if t.get_text()]
+        assert labels and all(re.fullmatch(pattern, label) for label in labels), labels
+
+
+def test_a_time_axis_has_the_year_the_zone_and_a_title() -> None:
+    fig = Figure(figsize=(8, 3))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.plot(time_axis([1_717_372_800_000, 1_717_545_600_000]), [1, 2])
+    time_axis_style(ax)
+    _drawn(fig)
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert labels and all(label.startswith("2024-06-0") and "\n" in label for label in labels)
+    assert ax.get_xlabel() == "time (UTC)"
+
+
+def test_the_legend_beside_covers_no_data() -> None:
+    fig = Figure(figsize=(8, 3))
+    ax = fig.add_subplot(1, 1, 1)
+    for i in range(4):
+        ax.plot([0, 1], [i, i + 1], label=f"a long series name {i}")
+    width = legend_beside(ax, fontsize=8)
+    place_grid(fig, left=0.7, right=0.15 + width, top=0.2, bottom=0.5)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    legend, axes = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
+    assert legend.x0 >= axes.x1  # beside the plot, not on it
+    assert legend.x1 <= fig.get_size_inches()[0] * fig.dpi  # and inside the figure

@@ -188,7 +188,8 @@ def test_backlog_boundaries_follow_pulsar() -> None:
     assert tie.quota_type == "size"  # size is checked first
     assert forecast_backlogs([tick(0, 5, 5, size_limit=-1, time_limit=0)], settings) == []
     [no_size] = forecast_backlogs([tick(0, 5, None, size_limit=-1)], settings)
-    assert no_size.seconds_to_size_quota is None and no_size.backlog_age_seconds == 0
+    assert no_size.seconds_to_size_quota is None and no_size.backlog_age_seconds is None  # unknown
+    assert no_size.seconds_to_time_quota is None  # an unknown age counts as 0: below any limit
 
 
 @pytest.mark.parametrize(("text", "ms"), [("90s", 90_000), ("30m", 1_800_000), ("6h", 21_600_000),

@@ -370,7 +370,7 @@ def test_a_port_in_use_is_an_error_naming_it() -> None:
 def test_promtool_accepts_the_channel_metrics(channel: NoticeChannel, tmp_path: Path) -> None:
     promtool = shutil.which("promtool")
     if promtool is None:
-        pytest.skip("promtool is not installed (`make promtool`)")
+        pytest.fail("promtool is not installed (`make promtool` installs Debian's prometheus package)")
     client = Client(channel.address)
     client.send(protocol.register_producer(1, "t"))
     registered(channel, 1)

@@ -15,10 +15,15 @@ from pathlib import Path
 
 import pytest
 
-PROMETHEUS = shutil.which("prometheus")
-pytestmark = pytest.mark.skipif(
-    PROMETHEUS is None, reason="the prometheus binary is not installed (Debian package prometheus; "
-    "`make test` installs it where it runs as root with apt-get)")
+MISSING = "is not installed (Debian package prometheus; `make test` installs it, as root with apt-get)"
+
+
+def tool(name: str) -> str:
+    """The path of `name` from Debian's prometheus package; the test fails without it."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} {MISSING}")
+    return path
 S = "client.quota.callback.static."
 
 
@@ -56,7 +61,7 @@ def test_prometheus_scrapes_the_service_and_returns_its_factor(tmp_path: Path) -
         f"scrape_configs:\n  - job_name: quotaplane\n    static_configs:\n"
         f"      - targets: ['127.0.0.1:{service_port}']\n")
     prometheus = subprocess.Popen(
-        [str(PROMETHEUS), f"--config.file={tmp_path / 'prometheus.yml'}",
+        [tool("prometheus"), f"--config.file={tmp_path / 'prometheus.yml'}",
          f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{prom_port}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     service = subprocess.Popen(
@@ -83,9 +88,8 @@ def test_prometheus_scrapes_the_service_and_returns_its_factor(tmp_path: Path) -
             proc.wait(timeout=30)
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed (Debian package "
-                    "prometheus; `make test` installs it where it runs as root with apt-get)")
 def test_the_service_metrics_pass_promtool(tmp_path: Path) -> None:
+    promtool = tool("promtool")
     from prometheus_client import CollectorRegistry, generate_latest
 
     from quotaplane.live.metrics import LiveMetrics
@@ -103,6 +107,6 @@ def test_the_service_metrics_pass_promtool(tmp_path: Path) -> None:
     registry.register(LiveMetrics(svc.status, [p.decider for p in svc.policies]))
     text = generate_latest(registry)
     assert b"quotaplane_storage_collection_errors_total" in text
-    check = subprocess.run([shutil.which("promtool") or "promtool", "check", "metrics"], input=text,
+    check = subprocess.run([promtool, "check", "metrics"], input=text,
                            capture_output=True, timeout=60)
     assert (check.stdout + check.stderr).decode().strip() == ""

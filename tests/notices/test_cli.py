@@ -64,7 +64,7 @@ def test_writes_the_metrics(files, tmp_path: Path, capsys) -> None:
     assert ('quotaplane_producer_throttle_notices_total{broker="",reason="TopicProduceQuotaExceeded",'
             'receipt="in_time",topic="persistent://public/default/a"} 1.0') in text
     assert f'quotaplane_connection_paused_seconds_total{{broker="",notices="false",{topic}}} 1.132' in text
-    assert ('pulsar_broker_topic_publish_rate_limit_count_total{broker="",'
+    assert ('quotaplane_pulsar_broker_topic_publish_rate_limit_count_total{broker="",'
             'limiter="TopicProduceQuotaExceeded",topic="persistent://public/default/a"} 2.0') in text
 
 

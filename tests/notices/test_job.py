@@ -78,7 +78,7 @@ def test_stage_writes_the_reference_tables_metrics_summary_and_report(spark, tmp
     assert sum(summary["by_receipt"].values()) == len(expected)
     text = render(ctx.registry)
     assert "quotaplane_producer_throttle_notices_total{" in text
-    assert "pulsar_broker_topic_publish_rate_limit_count_total{" in text
+    assert "quotaplane_pulsar_broker_topic_publish_rate_limit_count_total{" in text
     assert [s.title for s in result.sections] == ["Producer throttle notices (PIP-385)"]
     # the report's timeline: its bucket from the notices' span (observed while they were written)
     # and its rows in order, as the reference builds them from the notices

@@ -94,7 +94,7 @@ def test_the_metrics_are_served_and_pass_promtool(tmp_path: Path) -> None:
     assert b"quotaplane_stream_commits_total 3.0" in body
     promtool = shutil.which("promtool")
     if promtool is None:
-        pytest.skip("promtool is not installed (make promtool installs it from Debian's prometheus package)")
+        pytest.fail("promtool is not installed (make promtool installs it from Debian's prometheus package)")
     check = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True, timeout=60)
     assert check.returncode == 0, check.stdout.decode() + check.stderr.decode()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -59,7 +60,8 @@ def test_the_dropped_bytes_figure_draws_one_outline_per_topic_over_gaps() -> Non
     figure = dropped_figure(series, MINUTE)
     ax = figure.axes[0]
     assert len(ax.collections) == 2  # one filled step per topic, not a bar per point
-    lower, upper = (c.get_paths()[0].vertices[:, 1] for c in ax.collections)
+    # drawn in MiB
+    lower, upper = (np.rint(c.get_paths()[0].vertices[:, 1] * 2**20) for c in ax.collections)
     assert lower.max() == 9 and upper.max() == 9  # b (1 at 0) stacks on a: 5 + 1 < 9 at 5 min
     assert 6 in upper  # a at 0 with b on top
     figure.savefig(io.BytesIO(), format="png")

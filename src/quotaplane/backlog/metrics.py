@@ -1,12 +1,16 @@
-"""Backlog-quota metrics with the names PIP-323 gives them (spec: Metrics; docs/metrics.md).
+"""Backlog-quota metrics with the names PIP-323 gives them, under quotaplane's prefix (spec: Metrics;
+docs/metrics.md: a broker's own `pulsar_*` series and these never mix in one query).
 
-- `pulsar_storage_backlog_age_seconds`: gauge; cluster, namespace, topic (left out by namespace)
-- `pulsar_storage_backlog_quota_limit`, `..._limit_time`, `pulsar_storage_backlog_size`: gauges;
-  cluster, namespace[, topic]
-- `pulsar_storage_backlog_quota_exceeded_evictions_total`: counter; cluster, namespace[, topic],
+- `quotaplane_pulsar_storage_backlog_age_seconds`: gauge; cluster, namespace, topic (left out by
+  namespace)
+- `quotaplane_pulsar_storage_backlog_quota_limit`, `..._limit_time`,
+  `quotaplane_pulsar_storage_backlog_size`: gauges; cluster, namespace[, topic]
+- `quotaplane_pulsar_storage_backlog_quota_exceeded_evictions_total`: counter; cluster,
+  namespace[, topic], quota_type
+- `quotaplane_pulsar_broker_storage_backlog_quota_exceeded_evictions_total`: counter; cluster,
   quota_type
-- `pulsar_broker_storage_backlog_quota_exceeded_evictions_total`: counter; cluster, quota_type
-- `pulsar_storage_backlog_quota_check_duration_seconds`: histogram (5, 10, 30, 60, 300); cluster
+- `quotaplane_pulsar_storage_backlog_quota_check_duration_seconds`: histogram (5, 10, 30, 60, 300);
+  cluster
 
 The values are a snapshot of the end of the evaluated period: gauges from each topic's last tick,
 counters as totals. The collector is registered once in a `CollectorRegistry` and renders with
@@ -24,13 +28,14 @@ from prometheus_client.registry import Collector
 from quotaplane.backlog.engine.model import SIZE, TIME
 from quotaplane.backlog.engine.stats import TopicMetrics, broker_evictions, namespace_metrics
 
-BACKLOG_AGE = "pulsar_storage_backlog_age_seconds"
-QUOTA_LIMIT = "pulsar_storage_backlog_quota_limit"
-QUOTA_LIMIT_TIME = "pulsar_storage_backlog_quota_limit_time"
-BACKLOG_SIZE = "pulsar_storage_backlog_size"
-EVICTIONS = "pulsar_storage_backlog_quota_exceeded_evictions"  # rendered with `_total`
-BROKER_EVICTIONS = "pulsar_broker_storage_backlog_quota_exceeded_evictions"  # rendered with `_total`
-CHECK_DURATION = "pulsar_storage_backlog_quota_check_duration_seconds"
+BACKLOG_AGE = "quotaplane_pulsar_storage_backlog_age_seconds"
+QUOTA_LIMIT = "quotaplane_pulsar_storage_backlog_quota_limit"
+QUOTA_LIMIT_TIME = "quotaplane_pulsar_storage_backlog_quota_limit_time"
+BACKLOG_SIZE = "quotaplane_pulsar_storage_backlog_size"
+EVICTIONS = "quotaplane_pulsar_storage_backlog_quota_exceeded_evictions"  # rendered with `_total`
+# rendered with `_total`
+BROKER_EVICTIONS = "quotaplane_pulsar_broker_storage_backlog_quota_exceeded_evictions"
+CHECK_DURATION = "quotaplane_pulsar_storage_backlog_quota_check_duration_seconds"
 CHECK_DURATION_BUCKETS = (5.0, 10.0, 30.0, 60.0, 300.0)
 QUOTA_TYPES = (TIME, SIZE)
 

@@ -8,8 +8,19 @@ from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-from quotaplane.core.report import TIME_SERIES_MARGINS, Section, place_grid, time_axis
+from quotaplane.core.report import (
+    TIME_SERIES_MARGINS,
+    Num,
+    Section,
+    legend_beside,
+    place_grid,
+    plain_numbers,
+    size_text,
+    time_axis,
+    time_axis_style,
+)
 
 TOP_TOPICS = 20
 
@@ -34,6 +45,15 @@ class BacklogReportData:
     notes: list[str] = field(default_factory=list)
 
 
+def age_text(seconds: Any) -> str:
+    """A backlog's age as every table of the report writes it: `2,851 s`, or `unknown` when it has no
+    age base (the ledger holding the oldest message is still open, docs/backlog.md; the forecast
+    counts it as 0)."""
+    if seconds is None or pd.isna(seconds) or seconds < 0:
+        return "unknown"
+    return f"{int(seconds):,} s"
+
+
 def age_figure(series: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(10, 4))
     ax = fig.add_subplot(1, 1, 1)
@@ -47,10 +67,13 @@ def age_figure(series: pd.DataFrame) -> Figure:
     ax.set_ylabel("backlog age (s)")
     ax.set_title("Backlog age (solid) against the time quota (dashed)")
     ax.grid(alpha=0.3)
-    if len(series):
-        ax.legend(fontsize=7, loc="upper left")
-    fig.autofmt_xdate()
-    place_grid(fig, **TIME_SERIES_MARGINS)
+    plain_numbers(ax)
+    time_axis_style(ax)
+    handles, labels = ax.get_legend_handles_labels()
+    handles.append(Line2D([], [], color="0.3", ls="--", lw=0.9))
+    labels.append("time quota (dashed, the topic's colour)")
+    legend = legend_beside(ax, fontsize=7, handles=handles, labels=labels) if len(series) else 0.0
+    place_grid(fig, **{**TIME_SERIES_MARGINS, "right": 0.15 + legend})
     return fig
 
 
@@ -64,20 +87,21 @@ def evictions_figure(series: pd.DataFrame) -> Figure:
     ax.set_ylabel("eviction runs (cumulative)")
     ax.set_title("Backlog evictions over time, all topics")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
-    fig.autofmt_xdate()
-    place_grid(fig, **TIME_SERIES_MARGINS)
+    plain_numbers(ax)
+    time_axis_style(ax)
+    legend = legend_beside(ax, fontsize=8)
+    place_grid(fig, **{**TIME_SERIES_MARGINS, "right": 0.15 + legend})
     return fig
 
 
 def _size_limit(value: Any) -> Any:
     """A negative size limit is no limit (0 is a limit every backlog reaches)."""
-    return "none" if value is None or pd.isna(value) or value < 0 else int(value)
+    return "none" if value is None or pd.isna(value) or value < 0 else Num(size_text(int(value)))
 
 
 def _time_limit(value: Any) -> Any:
     """A time limit <= 0 is no limit."""
-    return "none" if value is None or pd.isna(value) or value <= 0 else int(value)
+    return "none" if value is None or pd.isna(value) or value <= 0 else Num(f"{int(value):,} s")
 
 
 def build_sections(data: BacklogReportData) -> list[Section]:
@@ -94,13 +118,16 @@ def build_sections(data: BacklogReportData) -> list[Section]:
         s.figure(age_figure(data.age_series), "Backlog age per topic, with its time quota")
     topics = data.topics.head(TOP_TOPICS)
     s.table(
-        ["topic", "age now (s)", "max age (s)", "time limit (s)", "max age / limit", "backlog (bytes)",
-         "size limit", "ticks over size", "ticks over time", "evictions size", "evictions time"],
-        [[r.topic, _int_or_none(r.latest_age), _int_or_none(r.max_age), _time_limit(r.time_limit),
-          None if pd.isna(r.age_usage) else round(float(r.age_usage), 3), int(r.latest_size),
+        ["topic", "age now", "highest age", "time quota", "highest age / quota", "backlog now",
+         "size quota", "ticks over size", "ticks over time", "evictions size", "evictions time"],
+        [[r.topic, Num(age_text(r.latest_age)), Num(age_text(r.max_age)), _time_limit(r.time_limit),
+          None if pd.isna(r.age_usage) else Num(f"{float(r.age_usage):.0%}"),
+          Num(size_text(int(r.latest_size))),
           _size_limit(r.size_limit), int(r.size_exceeded_ticks), int(r.time_exceeded_ticks),
           int(r.size_evictions), int(r.time_evictions)] for r in topics.itertuples()],
         empty="No backlog snapshots.")
+    s.text("An age is unknown while the ledger holding the oldest unacknowledged message is still open "
+           "(Pulsar's estimate has no base then); such an age never exceeds the time quota.")
     s.heading("Evictions over time")
     s.text("Eviction runs (consumer_backlog_eviction) per quota type: one run per topic and tick whose "
            "quota was exceeded under that policy, whether or not it had anything to skip.")
@@ -116,6 +143,3 @@ def build_sections(data: BacklogReportData) -> list[Section]:
             empty="No subscription had a backlog.")
     return [s]
 
-
-def _int_or_none(value: Any) -> int | None:
-    return None if value is None or pd.isna(value) else int(value)

@@ -7,10 +7,12 @@ to the three (only when `client.quota.value.metric.enable=true`). The controller
 has `kafka.server:type=ControllerMutation,...` with `mutation-rate`, `tokens`, `throttle-time`.
 
 Prometheus names follow the common JMX-exporter form, `kafka_server_<type>_<attribute>` in snake
-case, with labels `broker_id` (quotas are per broker), `user` and `client_id` (the metric tags; ""
-when a tag is not used). Values are those of each sharing group's last interval: the rate and
-quota at its last request, throttle time the average over throttled requests (0 when none). The
-quotaplane_* counters count over the whole input, in base units (throttle time in seconds).
+case, under quotaplane's prefix (`quotaplane_kafka_server_...`: a broker's own series and these
+never mix in one query, docs/metrics.md), with labels `broker_id` (quotas are per broker), `user`
+and `client_id` (the metric tags; "" when a tag is not used). Values are those of each sharing
+group's last interval: the rate and quota at its last request, throttle time the average over
+throttled requests (0 when none). The other quotaplane_* counters count over the whole input, in
+base units (throttle time in seconds).
 
 KIP-1373 (Client Quota Utilization Metrics, the live successor of KIP-786's quota value) adds
 `quota-utilization` to the Produce, Fetch and Request MBeans: the measured rate over the effective
@@ -52,7 +54,7 @@ class KafkaMetric:
 
 
 def _type_metrics(quota_type: str, mbean_type: str, rate_attribute: str, rate_doc: str) -> list[KafkaMetric]:
-    prefix = f"kafka_server_{mbean_type.lower()}"
+    prefix = f"quotaplane_kafka_server_{mbean_type.lower()}"
     mbean = f"kafka.server:type={mbean_type},user=([-.\\w]+),client-id=([-.\\w]+)"
     metrics = [
         KafkaMetric(f"{prefix}_{rate_attribute.replace('-', '_')}", mbean, rate_attribute, "rate", rate_doc),

@@ -14,9 +14,20 @@ from datetime import UTC, datetime
 from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
+from quotaplane.clients.engine.quota_types import CONTROLLER_MUTATION, REQUEST
 from quotaplane.core.ordering import nulls_first
-from quotaplane.core.report import TIME_SERIES_MARGINS, Section, place_grid
+from quotaplane.core.report import (
+    TIME_SERIES_MARGINS,
+    Num,
+    Section,
+    legend_beside,
+    place_grid,
+    plain_numbers,
+    rate_text,
+    time_axis_style,
+)
 
 TOP = 10
 
@@ -35,6 +46,22 @@ def _time(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
+def quota_text(quota_type: str, value: float | None) -> str:
+    """A rate or quota in its quota type's unit: bytes/s (produce, fetch), % of one request
+    thread (request), partition mutations/s (controller mutation); `unlimited` for None."""
+    if value is None:
+        return "unlimited"
+    if quota_type == REQUEST:
+        return f"{value:,.1f} %"
+    if quota_type == CONTROLLER_MUTATION:
+        return f"{value:,.2f} mutations/s"
+    return rate_text(value)
+
+
+def _seconds(ms: float) -> str:
+    return f"{ms / 1000:,.1f} s"
+
+
 def utilisation_section(standing: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) -> Section:
     """`standing`: standing rows including at least the top ones of each table (not necessarily all
     sharing groups); the counts come from `summary`."""
@@ -43,7 +70,7 @@ def utilisation_section(standing: Sequence[Mapping[str, Any]], summary: Mapping[
         ("requests evaluated", summary.get("requests", 0)),
         ("recorded", summary.get("recorded_requests", 0)),
         ("throttled", summary.get("throttled_requests", 0)),
-        ("throttle time (s)", round(summary.get("throttle_time_total_ms", 0) / 1000, 1)),
+        ("throttle time", _seconds(summary.get("throttle_time_total_ms", 0))),
         ("sharing groups", summary.get("sharing_groups", len(standing))),
         ("over quota", summary.get("over_quota_groups",
                                    sum(1 for r in standing if r["standing"] == "over"))),
@@ -52,14 +79,18 @@ def utilisation_section(standing: Sequence[Mapping[str, Any]], summary: Mapping[
         "Each broker measures its own traffic. Requests whose metric tags are equal share one quota "
         "(a sharing group: user and client-id as Kafka tags them, empty when a tag is not used). "
         "Utilisation is the sampled rate over the effective quota x 100; a group is over its quota "
-        "when its highest utilisation is above 100 %, near it from 80 % on.")
-    header = ["broker", "type", "user", "client-id", "quota (min)", "rate max", "utilisation max %",
-              "requests", "throttled", "throttle total (s)"]
+        "when its highest utilisation is above 100 %, near it from 80 % on. Rates and quotas are in "
+        "the unit of their type: bytes/s (produce, fetch), % of one request thread (request), "
+        "partition mutations/s (controller mutation).")
+    header = ["broker", "type", "user", "client-id", "lowest quota", "highest rate", "highest utilisation",
+              "requests", "throttled", "throttle time"]
 
     def rows(selected: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
         return [[r["broker_id"], r["quota_type"], r["user"] or "—", r["client_id"] or "—",
-                 r["quota_limit_min"], r["rate_max"], r["utilisation_max_pct"], r["requests"],
-                 r["throttled_requests"], round(r["throttle_time_total_ms"] / 1000, 1)] for r in selected]
+                 Num(quota_text(r["quota_type"], r["quota_limit_min"])),
+                 Num(quota_text(r["quota_type"], r["rate_max"])), Num(f"{r['utilisation_max_pct']:,.1f} %"),
+                 r["requests"], r["throttled_requests"], Num(_seconds(r["throttle_time_total_ms"]))]
+                for r in selected]
 
     limited = [r for r in standing if r["utilisation_max_pct"] is not None]
     over = sorted((r for r in limited if r["standing"] == "over"),
@@ -89,13 +120,16 @@ def throttle_section(standing: Sequence[Mapping[str, Any]],
         ax.step([_time(r["interval_start_ms"]) for r in series],
                 [r["throttle_time_total_ms"] / 1000 for r in series], where="post", label=_label(group))
     ax.set_ylabel("throttle time per interval (s)")
-    ax.legend(fontsize=7, loc="upper left")
-    fig.autofmt_xdate()
-    place_grid(fig, **{**TIME_SERIES_MARGINS, "top": 0.15})  # no title
+    ax.grid(alpha=0.3)
+    plain_numbers(ax)
+    time_axis_style(ax)
+    legend = legend_beside(ax, fontsize=7)
+    place_grid(fig, **{**TIME_SERIES_MARGINS, "top": 0.15, "right": 0.15 + legend})  # no title
     section.figure(fig, "Throttle time summed per interval for the five most throttled sharing groups.")
-    section.table(["group", "throttled requests", "throttle total (s)", "utilisation max %"],
-                  [[_label(g), g["throttled_requests"], round(g["throttle_time_total_ms"] / 1000, 1),
-                    g["utilisation_max_pct"]] for g in top])
+    section.table(["group", "throttled requests", "throttle time", "highest utilisation"],
+                  [[_label(g), g["throttled_requests"], Num(_seconds(g["throttle_time_total_ms"])),
+                    Num(f"{g['utilisation_max_pct']:,.1f} %") if g["utilisation_max_pct"] is not None
+                    else "unlimited"] for g in top])
     return section
 
 
@@ -108,7 +142,7 @@ def storage_section(decisions: Sequence[Mapping[str, Any]], produce_intervals: S
     effective limit, intervals under a factor below 1 and requests throttled then.
     """
     section = Section("Storage throttle factor and client produce limits")
-    static = "unlimited" if static_produce is None else f"{static_produce:,.0f} bytes/s"
+    static = "unlimited" if static_produce is None else rate_text(static_produce)
     section.text(
         "With the storage quota callback, a produce quota is the client's quota (or, without one, the "
         f"static produce quota: {static}) times the storage throttle factor in force, never below "
@@ -126,8 +160,8 @@ def storage_section(decisions: Sequence[Mapping[str, Any]], produce_intervals: S
                        label="cluster" if broker is None else f"broker {broker}")
     ax_factor.set_ylabel("throttle factor")
     ax_factor.set_ylim(-0.05, 1.05)
-    if by_broker:
-        ax_factor.legend(fontsize=7, loc="best")
+    ax_factor.grid(alpha=0.3)
+    legend = legend_beside(ax_factor, fontsize=7)
     ax_limit = fig.add_subplot(2, 1, 2, sharex=ax_factor)
     groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
     for r in produce_intervals:
@@ -136,19 +170,25 @@ def storage_section(decisions: Sequence[Mapping[str, Any]], produce_intervals: S
         rows = sorted(rows, key=lambda r: r["interval_start_ms"])
         ax_limit.step([_time(r["interval_start_ms"]) for r in rows],
                       [r["quota_limit_min"] for r in rows], where="post", label=_label(rows[0]))
-    ax_limit.set_ylabel("lowest produce limit (bytes/s)")
-    ax_limit.set_yscale("log")
-    if groups:
-        ax_limit.legend(fontsize=7, loc="best")
+    ax_limit.set_ylabel("lowest produce limit")
+    ax_limit.set_yscale("log")  # a limit falls to 1 byte/s at factor 0
+    ax_limit.grid(alpha=0.3)
+    for axis_format in (ax_limit.yaxis.set_major_formatter, ax_limit.yaxis.set_minor_formatter):
+        axis_format(FuncFormatter(lambda value, _: rate_text(value)))
+    ax_limit.tick_params(axis="y", which="both", labelsize=7)
+    legend = max(legend, legend_beside(ax_limit, fontsize=7))
     if span is not None:
         ax_factor.set_xlim(_time(span[0]), _time(span[1]))
-    fig.autofmt_xdate()
-    place_grid(fig, 2, 1, **{**TIME_SERIES_MARGINS, "top": 0.15}, gap_h=0.2)  # dates below the lower only
+    time_axis_style(ax_limit)
+    ax_factor.tick_params(labelbottom=False)
+    # dates below the lower only
+    place_grid(fig, 2, 1, **{**TIME_SERIES_MARGINS, "top": 0.15, "right": 0.15 + legend}, gap_h=0.2)
     section.figure(fig, "Top: the storage throttle factor in force while clients sent requests. Bottom: the "
                         "lowest effective produce limit per interval of the busiest produce groups.")
     section.table(["group", "base quota", "lowest limit", "intervals with factor < 1",
                    "throttled while factor < 1"],
-                  [[_label(r), r["base"], r["quota_limit_min"], r["factor_intervals"],
+                  [[_label(r), Num(rate_text(r["base"])) if r["base"] is not None else "unlimited",
+                    Num(rate_text(r["quota_limit_min"])), r["factor_intervals"],
                     r["throttled_under_factor"]] for r in impact],
                   empty="No produce group saw a throttle factor below 1.")
     return section

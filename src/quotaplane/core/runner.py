@@ -238,19 +238,18 @@ def _overview_section(summary: dict[str, object], results: list[StageResult]) ->
     section.kpis([("policies evaluated", len(results)), ("telemetry rows read", rows["read"]),
                   ("used", rows["used"]), ("quarantined", rows["quarantined"])])
     section.text("Every input row is either used or quarantined with a reason "
-                 "(quarantined rows are under quarantine/ in the output directory).")
+                 "(quarantined rows are under quarantine/ in the output directory). The inputs are those "
+                 "of the telemetry directory named above.")
     inputs = summary["inputs"]
     assert isinstance(inputs, list)
-    section.table(["input", "read", "used", "quarantined"],
-                  [(i["input"], i["read"], i["used"], i["quarantined"]) for i in inputs])
+    section.table(["input", "rows read", "used", "quarantined"],
+                  [(Path(i["input"]).name, i["read"], i["used"], i["quarantined"]) for i in inputs])
     skipped = [s for i in inputs for s in i.get("skipped", [])]
     if skipped:
         section.note(f"Not read (Spark skips files whose names start with _ or .): {', '.join(skipped)}")
-    for result in results:
-        if result.console:
-            section.heading(result.name)
-            for line in result.console:
-                section.text(line)
+    if any(r.console for r in results):
+        section.heading("Over the whole period")
+        section.table(["policy", "outcome"], [(r.name, line.strip()) for r in results for line in r.console])
     return section
 
 

@@ -1,7 +1,9 @@
 """The service's HTTP endpoints: `/metrics` (Prometheus text), `/healthz`, and one JSON document per
 live policy (`/decision`: the last storage decision row, the columns of the `storage_decisions`
-table; `/forecast`: the last round's volume forecasts, `VolumeForecast.as_dict()` as `quotaplane
-forecast` prints them; ...), each `null` or `[]` before the first round.
+table, with `round`, the round's number as its log line gives it (`poll_id` is the collection's,
+which a replay takes from the recording); `/forecast`: the last round's volume forecasts,
+`VolumeForecast.as_dict()` as `quotaplane forecast` prints them; ...), each `null` or `[]` before
+the first round.
 
 `/healthz` is 200 while the last round is younger than three intervals (or no round is due yet),
 503 otherwise.

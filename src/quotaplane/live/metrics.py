@@ -5,6 +5,10 @@ round's Unix time and duration, rounds evaluated, client quota alterations by re
 observed rows the readers' rules left out (by input and rule), the failures of its sources (by
 source and reason) and of its sinks (by sink), and the landed rounds given up. The names and
 meanings are in docs/metrics.md.
+
+Every series of one scrape names one cluster: each decider labels its families with the cluster of
+the rows it decided (`--cluster` for a live cluster's, the recorded cluster of a replay's), so the
+storage and the forecast families agree with each other, with `/decision` and with the log.
 """
 
 from __future__ import annotations

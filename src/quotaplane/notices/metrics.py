@@ -2,9 +2,10 @@
 
 From the `notice_comparison` rows (per broker, topic and reason), totals over the evaluated period:
 
-- `pulsar_broker_topic_publish_rate_limit_count_total` (broker, topic, limiter): breaches that
-  started a throttle, with the limiter attribute PIP-385 adds to Pulsar's
-  `pulsar.broker.topic.publish.rate.limit.count` (limiter = the `ThrottlingReason`);
+- `quotaplane_pulsar_broker_topic_publish_rate_limit_count_total` (broker, topic, limiter): breaches
+  that started a throttle, with the limiter attribute PIP-385 adds to Pulsar's
+  `pulsar.broker.topic.publish.rate.limit.count` (limiter = the `ThrottlingReason`; quotaplane's
+  prefix keeps it apart from a broker's own series, docs/metrics.md);
 - `quotaplane_producer_throttle_notices_total` (broker, topic, reason, receipt): notices by receipt
   (`in_time|late|unsupported`);
 - `quotaplane_producer_throttle_pause_seconds_total` (broker, topic, reason): `pause_for_millis` sent;
@@ -25,7 +26,7 @@ from prometheus_client.registry import Collector
 
 from quotaplane.notices.engine.evaluate import RECEIPTS
 
-RATE_LIMIT_COUNT = "pulsar_broker_topic_publish_rate_limit_count"
+RATE_LIMIT_COUNT = "quotaplane_pulsar_broker_topic_publish_rate_limit_count"
 NOTICES = "quotaplane_producer_throttle_notices"
 PAUSE = "quotaplane_producer_throttle_pause_seconds"
 CONNECTION_PAUSED = "quotaplane_connection_paused_seconds"

@@ -16,7 +16,16 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quotaplane.core.report import Section, place_grid, text_width_inches, time_axis
+from quotaplane.core.report import (
+    Num,
+    Section,
+    legend_beside,
+    place_grid,
+    plain_numbers,
+    text_width_inches,
+    time_axis,
+    time_axis_style,
+)
 from quotaplane.notices.engine.evaluate import (
     COMPARISON_COLUMNS,
     IN_TIME,
@@ -170,9 +179,10 @@ def paused_figure(top: pd.DataFrame) -> Figure:
     ax.set_xlabel("connection paused (s)")
     ax.set_title("Connection pause caused by each topic's throttles, without and with notices")
     ax.grid(alpha=0.3, axis="x")
-    ax.legend(fontsize=8, loc="lower right")
+    plain_numbers(ax, "x")
+    legend = legend_beside(ax, fontsize=8)
     # the topics' labels decide the left margin: the figure is drawn once, uncropped
-    place_grid(fig, left=text_width_inches(labels, 8) + 0.2, right=0.15, top=0.4, bottom=0.6)
+    place_grid(fig, left=text_width_inches(labels, 8) + 0.2, right=0.15 + legend, top=0.4, bottom=0.6)
     return fig
 
 
@@ -192,8 +202,9 @@ def stalled_figure(comparison: pd.DataFrame) -> Figure:
     ax.set_ylabel("innocent topics stalled")
     ax.set_title("Topics stalled by another topic's throttle, per reason (sum over notices)")
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8, loc="best")
-    place_grid(fig, left=0.9, right=0.15, top=0.4, bottom=0.4)
+    plain_numbers(ax)
+    legend = legend_beside(ax, fontsize=8)
+    place_grid(fig, left=0.9, right=0.15 + legend, top=0.4, bottom=0.4)
     return fig
 
 
@@ -218,7 +229,8 @@ def timeline_figure(timeline: pd.DataFrame, bucket_ms: int) -> Figure:
     top.set_ylabel(f"notices per {_duration(bucket_ms)}")
     top.set_title("Throttle notices over time, by reason")
     top.grid(alpha=0.3)
-    top.legend(fontsize=7, loc="upper left")
+    plain_numbers(top)
+    legend = legend_beside(top, fontsize=7)
     columns = ["connection_paused_ms", "connection_paused_ms_without_notices"]
     paused = timeline.groupby("bucket_start_ms")[columns].sum().reindex(buckets, fill_value=0)
     at = time_axis(paused.index)
@@ -228,9 +240,11 @@ def timeline_figure(timeline: pd.DataFrame, bucket_ms: int) -> Figure:
                 label="with notices (PIP-385)")
     bottom.set_ylabel("connection paused (s)")
     bottom.grid(alpha=0.3)
-    bottom.legend(fontsize=7, loc="upper left")
-    fig.autofmt_xdate()
-    place_grid(fig, 2, 1, left=0.9, right=0.15, top=0.4, bottom=0.85, gap_h=0.15)
+    plain_numbers(bottom)
+    legend = max(legend, legend_beside(bottom, fontsize=7))
+    time_axis_style(bottom)
+    top.tick_params(labelbottom=False)
+    place_grid(fig, 2, 1, left=0.9, right=0.15 + legend, top=0.4, bottom=0.85, gap_h=0.15)
     return fig
 
 
@@ -259,16 +273,17 @@ def build_sections(data: NoticeReportData) -> list[Section]:
         return [s]
     s.heading("By reason")
     per_reason = c.groupby("reason")[list(_SUMS)].sum()
-    s.table(["reason", "notices", "in time", "late", "unsupported", "pause_for_millis sent (s)",
-             "connection paused with notices (s)", "without (s)", "topics stalled with notices", "without"],
+    s.table(["reason", "notices", "in time", "late", "unsupported", "pause sent (pause_for_millis)",
+             "connection paused with notices", "paused without", "topics stalled with notices",
+             "stalled without"],
             [[f"{REASON_LABELS.get(r, r)} ({r})", *_sum_cells(per_reason.loc[r])] for r in _reasons_in(c)])
     s.figure(stalled_figure(c), "Innocent topics stalled, per reason, without and with notices")
     s.heading("Topics whose throttles paused connections the longest")
     top = top_topics(c)
     s.figure(paused_figure(top), f"Connection pause per topic (top {len(top)}), without and with notices")
     s.table(["broker", "topic", "reasons (notices)", "notices", "in time", "late", "unsupported",
-             "pause_for_millis sent (s)", "connection paused with notices (s)", "without (s)",
-             "topics stalled with notices", "without"],
+             "pause sent (pause_for_millis)", "connection paused with notices", "paused without",
+             "topics stalled with notices", "stalled without"],
             [[r["broker"], r["topic"], r["reasons"], *_sum_cells(r)] for _, r in top.iterrows()])
     if not data.timeline.empty:
         s.heading("Over time")
@@ -279,8 +294,8 @@ def build_sections(data: NoticeReportData) -> list[Section]:
 
 
 def _sum_cells(row: Mapping[str, Any] | pd.Series) -> list[Any]:
-    def seconds(column: str) -> float:
-        return round(float(row[column]) / 1000, 3)
+    def seconds(column: str) -> Num:
+        return Num(f"{float(row[column]) / 1000:,.1f} s")
 
     return [int(row["notices"]), int(row[IN_TIME]), int(row[LATE]), int(row[UNSUPPORTED]),
             seconds("pause_for_millis_total"), seconds("connection_paused_ms"),

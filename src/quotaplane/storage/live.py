@@ -68,7 +68,8 @@ class StorageDecider:
             volume = {"broker_id": row["throttling_broker_id"], "log_dir": row["throttling_log_dir"]}
         log = {"throttle_factor": row["throttle_factor"], "throttling_volume": volume,
                "fallback_reason": row["fallback_reason"], "collection_error": row["collection_error"]}
-        return Outcome(tables={"storage_decisions": rows}, document=row, log=log, value=decision)
+        return Outcome(tables={"storage_decisions": rows}, document={**row, "round": observed.number},
+                       log=log, value=decision)
 
     def warm(self, observed: Observed) -> None:
         for rd in self.rounds(observed):

@@ -3,13 +3,14 @@ console and the report (computed from the decision tables by `quotaplane.storage
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from quotaplane.storage.config import StorageConfig
 
 FALLBACK_EVENTS = 50  # the times a fallback was applied that a summary lists, the first ones
+PERIODS = 50  # the throttled periods a summary lists per unit, the first ones
 
 
 def iso(ms: int | None) -> str | None:
@@ -32,6 +33,9 @@ class EvaluationSummary:
     breaches: list[dict[str, Any]]
     factor_series: list[dict[str, Any]]
     span: tuple[int, int] | None
+    #: per unit its first `PERIODS` throttled periods (`throttled_periods`: start_ms, end_ms, rounds,
+    #: lowest_factor, the cause: reason or broker_id and log_dir, and `of`, the unit's count)
+    periods: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         worst = max(self.units, key=lambda u: u["time_throttled_seconds"], default=None)
@@ -51,4 +55,23 @@ class EvaluationSummary:
             "units": self.units,
             "fallbacks_by_reason": self.fallbacks,
             "breaches": self.breaches,
+            "throttled_periods": [period_dict(p) for p in self.periods],
         }
+
+
+def cause(period: dict[str, Any]) -> str:
+    """What throttled a period: its fallback reason, or its throttling volume (`broker 2
+    /var/lib/kafka/data-1`; the local source's aggregate has no log dir)."""
+    if period["reason"] is not None:
+        return f"fallback ({period['reason']})"
+    where = f"broker {period['broker_id']}" + (f" {period['log_dir']}" if period["log_dir"] else "")
+    return f"volume {where}"
+
+
+def period_dict(period: dict[str, Any]) -> dict[str, Any]:
+    """A throttled period as `summary.json` lists it."""
+    return {"cluster": period["cluster"], "observing_broker_id": period["observing_broker_id"],
+            "from": iso(period["start_ms"]), "to": iso(period["end_ms"]), "rounds": period["rounds"],
+            "lowest_factor": period["lowest_factor"], "cause": cause(period),
+            "fallback_reason": period["reason"], "throttling_broker_id": period["broker_id"],
+            "throttling_log_dir": period["log_dir"]}

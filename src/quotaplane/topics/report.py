@@ -10,8 +10,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-from quotaplane.core.report import TIME_SERIES_MARGINS, Section, place_grid, time_axis
+from quotaplane.core.report import (
+    TIME_SERIES_MARGINS,
+    Num,
+    Section,
+    legend_beside,
+    place_grid,
+    plain_numbers,
+    rate_text,
+    size_text,
+    time_axis,
+    time_axis_style,
+)
 
 TOP_TOPICS = 8
 
@@ -41,8 +53,11 @@ class TopicReportData:
     notes: list[str] = field(default_factory=list)
 
 
+MIB = float(1 << 20)
+
+
 def _when(ms: Any) -> str:
-    return datetime.fromtimestamp(int(ms) / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return datetime.fromtimestamp(int(ms) / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
 def rate_figure(series: pd.DataFrame, interval_ms: int) -> Figure:
@@ -54,16 +69,20 @@ def rate_figure(series: pd.DataFrame, interval_ms: int) -> Figure:
         rows = rows.sort_values("interval_start_ms")
         when = time_axis(rows["interval_start_ms"])
         color = f"C{i % 10}"
-        ax.plot(when, rows["max_topic_rate"], color=color, lw=1.2, label=f"{topic} @ broker {broker_id}")
-        ax.plot(when, rows["max_topic_threshold"], color=color, lw=0.9, ls="--")
-    ax.set_ylabel("bytes/s")
+        ax.plot(when, rows["max_topic_rate"] / MIB, color=color, lw=1.2,
+                label=f"{topic} @ broker {broker_id}")
+        ax.plot(when, rows["max_topic_threshold"] / MIB, color=color, lw=0.9, ls="--")
+    ax.set_ylabel("MiB/s")
     ax.set_title(f"Topic one-minute bytes-in rate (solid, highest per {interval_ms / 1000:g} s) "
                  "and threshold (dashed)")
     ax.grid(alpha=0.3)
-    if len(series):
-        ax.legend(fontsize=7, loc="best")
-    fig.autofmt_xdate()
-    place_grid(fig, **TIME_SERIES_MARGINS)
+    plain_numbers(ax)
+    time_axis_style(ax)
+    handles, labels = ax.get_legend_handles_labels()
+    handles.append(Line2D([], [], color="0.3", ls="--", lw=0.9))
+    labels.append("threshold (dashed, the topic's colour)")
+    legend = legend_beside(ax, fontsize=7, handles=handles, labels=labels) if len(series) else 0.0
+    place_grid(fig, **{**TIME_SERIES_MARGINS, "right": 0.15 + legend})
     return fig
 
 
@@ -82,15 +101,16 @@ def dropped_figure(series: pd.DataFrame, interval_ms: int) -> Figure:
         when = time_axis(edges)
         bottom = np.zeros(len(edges))
         for i, key in enumerate(table.columns):
-            top = bottom + table[key].to_numpy()
+            top = bottom + table[key].to_numpy() / MIB
             ax.fill_between(when, bottom, top, step="post", color=f"C{i % 10}", label=key, lw=0)
             bottom = top
-        ax.legend(fontsize=7, loc="best")
-    ax.set_ylabel("throttled bytes")
+    ax.set_ylabel("throttled MiB")
     ax.set_title(f"Bytes dropped by the quota per {interval_ms / 1000:g} s")
     ax.grid(alpha=0.3)
-    fig.autofmt_xdate()
-    place_grid(fig, **TIME_SERIES_MARGINS)
+    plain_numbers(ax)
+    time_axis_style(ax)
+    legend = legend_beside(ax, fontsize=7)
+    place_grid(fig, **{**TIME_SERIES_MARGINS, "right": 0.15 + legend})
     return fig
 
 
@@ -111,12 +131,13 @@ def build_sections(data: TopicReportData) -> list[Section]:
     s.heading("Topics over their threshold")
     over = data.over.sort_values(["throttled_bytes", "broker_id", "topic"], ascending=[False, True, True])
     s.table(
-        ["broker", "topic", "first throttled (UTC)", "last throttled (UTC)", "throttled requests",
-         "throttled bytes", "share dropped", "peak one-minute rate (B/s)", "threshold (B/s)", "source"],
+        ["broker", "topic", "first throttled", "last throttled", "throttled requests",
+         "throttled bytes", "share dropped", "peak one-minute rate", "threshold", "source"],
         [[int(r.broker_id), r.topic, _when(r.first_throttled_ms), _when(r.last_throttled_ms),
-          int(r.throttled_requests), int(r.throttled_bytes),
-          f"{r.throttled_bytes / max(1, r.throttled_bytes + r.accepted_bytes):.1%}",
-          float(r.max_topic_rate), _threshold_range(r), r.threshold_source] for r in over.itertuples()],
+          int(r.throttled_requests), Num(size_text(int(r.throttled_bytes))),
+          Num(f"{r.throttled_bytes / max(1, r.throttled_bytes + r.accepted_bytes):.1%}"),
+          Num(rate_text(float(r.max_topic_rate))), Num(_threshold_range(r)), r.threshold_source]
+         for r in over.itertuples()],
         empty="No request was throttled.")
     if len(data.series):
         s.figure(rate_figure(data.series, data.interval_ms), "Topics with the most dropped bytes: peak "
@@ -125,12 +146,13 @@ def build_sections(data: TopicReportData) -> list[Section]:
                  f"Throttled bytes per {data.interval_ms / 1000:g} s")
     s.heading("Requests above message.max.bytes")
     errors = data.errors.sort_values(["error_bytes", "broker_id", "topic"], ascending=[False, True, True])
-    s.table(["broker", "topic", "error requests", "error bytes", "largest batch (bytes)"],
-            [[int(r.broker_id), r.topic, int(r.error_requests), int(r.error_bytes), int(r.max_bytes)]
-             for r in errors.itertuples()], empty="No request was above message.max.bytes.")
+    s.table(["broker", "topic", "error requests", "error bytes", "largest batch"],
+            [[int(r.broker_id), r.topic, int(r.error_requests), Num(size_text(int(r.error_bytes))),
+              Num(size_text(int(r.max_bytes)))] for r in errors.itertuples()],
+            empty="No request was above message.max.bytes.")
     return [s]
 
 
 def _threshold_range(row: Any) -> str:
     low, high = int(row.min_topic_threshold), int(row.max_topic_threshold)
-    return f"{low:,}" if low == high else f"{low:,} – {high:,}"
+    return rate_text(low) if low == high else f"{rate_text(low)} – {rate_text(high)}"

@@ -146,3 +146,43 @@ def test_units_their_fallbacks_and_the_series_equal_the_rows_in_round_order(spar
             for c in counts} == expected_counts
     assert series == (_expected_series(rows, span, buckets) if span else [])
     assert events == _expected_events(rows, limit)
+
+
+def _expected_periods(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """Per unit, in round order, the runs of rounds below factor 1 with one cause (the fallback
+    reason, else the throttling volume), each until the unit's next round after it."""
+    units: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        units.setdefault((r["cluster"], r["observing_broker_id"]), []).append(r)
+    out = []
+    for unit in sorted(units, key=lambda k: (k[0] is not None, k[0] or "", k[1] is not None, k[1] or 0)):
+        ordered = sorted(units[unit], key=lambda r: (r["ts_ms"], r["poll_id"] is not None, r["poll_id"] or 0,
+                                                     r["round_window"] is not None, r["round_window"] or 0))
+        periods: list[dict[str, Any]] = []
+        previous = None
+        for i, r in enumerate(ordered):
+            volume = r["fallback_reason"] is None
+            cause = (r["fallback_reason"], r["throttling_broker_id"] if volume else None,
+                     r["throttling_log_dir"] if volume else None)
+            throttled = r["throttle_factor"] < 1.0
+            if throttled and previous != ("throttled", cause):
+                periods.append({"cluster": unit[0], "observing_broker_id": unit[1], "start_ms": r["ts_ms"],
+                                "rounds": 0, "lowest_factor": r["throttle_factor"], "reason": cause[0],
+                                "broker_id": cause[1], "log_dir": cause[2]})
+            if throttled:
+                p = periods[-1]
+                p["rounds"] += 1
+                p["lowest_factor"] = min(p["lowest_factor"], r["throttle_factor"])
+                p["end_ms"] = ordered[i + 1]["ts_ms"] if i + 1 < len(ordered) else None
+            previous = ("throttled", cause) if throttled else None
+        out += [{**p, "of": len(periods)} for p in periods[:limit]]
+    return out
+
+
+@settings(parent=settings.get_profile("differential"))
+@given(st.lists(decision, min_size=0, max_size=30), st.sampled_from([1, 2, 50]))
+def test_throttled_periods_are_the_runs_of_one_cause_in_round_order(spark, drawn, limit) -> None:
+    """Two throttling volumes only, so that a volume's period spans several rounds."""
+    rows = [{**r, "throttling_broker_id": r["throttling_broker_id"] % 2} for r in _rows(drawn)]
+    got = S.throttled_periods(spark.createDataFrame(rows, SCHEMA), limit)
+    assert got == _expected_periods(rows, limit)

@@ -126,7 +126,7 @@ def namespace_metrics(topics: Iterable[TopicMetrics]) -> list[TopicMetrics]:
 
 
 def broker_evictions(topics: Iterable[TopicMetrics]) -> dict[str, int]:
-    """`pulsar_broker_storage_backlog_quota_exceeded_evictions_total` per quota type."""
+    """`quotaplane_pulsar_broker_storage_backlog_quota_exceeded_evictions_total` per quota type."""
     totals = {SIZE: 0, TIME: 0}
     for t in topics:
         totals[SIZE] += t.size_evictions

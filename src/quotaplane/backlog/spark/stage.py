@@ -19,7 +19,7 @@ series and holders are one more small aggregation of the written checks (the sev
 reads, read back, cost less than the cached rows: 0.72 s against 1.04 s at S 4x).
 Only when rows were quarantined is the input read again, to write them with their original text.
 
-One observation of `pulsar_storage_backlog_quota_check_duration_seconds` is the wall-clock time
+One observation of `quotaplane_pulsar_storage_backlog_quota_check_duration_seconds` is the wall-clock time
 of the Spark action that evaluates every check of the run (materialising the cached rows that the
 checks and evictions are written from).
 """
@@ -106,7 +106,7 @@ def run_stage(ctx: StageContext, policies: BacklogPolicies, outputs: Outputs) ->
                     ("time exceeded (topic-ticks)", summary["time_exceeded"]),
                     ("eviction runs size / time",
                      f"{summary['size_evictions']} / {summary['time_evictions']}"),
-                    ("check duration (s)", round(duration, 2))]
+                    ("check duration", f"{duration:,.1f} s")]
             notes = [] if not counts.quarantined else [
                 f"{counts.quarantined} snapshot rows were quarantined (quarantine/{INPUT})."]
             sections = build_sections(report_data(table, aggregates, kpis, notes))

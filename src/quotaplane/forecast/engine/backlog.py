@@ -45,7 +45,7 @@ class BacklogForecast:
     observed_ts_ms: int
     backlog_size_bytes: int
     size_limit: int
-    backlog_age_seconds: int
+    backlog_age_seconds: int | None  # at the last check, as observed: None when unknown
     time_limit: int
     size_growth_bytes_per_second: float | None
     age_growth_per_second: float | None
@@ -105,7 +105,7 @@ def forecast_backlogs(ticks: Iterable[BacklogTick], settings: ForecastSettings,
         out.append(BacklogForecast(
             topic=topic, namespace=last.namespace, at_ms=at, observed_ts_ms=last.ts_ms,
             backlog_size_bytes=last.backlog_size_bytes, size_limit=last.size_limit,
-            backlog_age_seconds=age.last, time_limit=last.time_limit,
+            backlog_age_seconds=last.backlog_age_seconds, time_limit=last.time_limit,
             size_growth_bytes_per_second=size.rate, age_growth_per_second=age.rate,
             seconds_to_size_quota=to_size, seconds_to_time_quota=to_time, seconds_to_quota=first,
             quota_type=kind, low=low, high=high))

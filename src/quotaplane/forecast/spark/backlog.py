@@ -28,8 +28,9 @@ def forecast_backlogs(checks: DataFrame, settings: ForecastSettings, at_ms: int)
     """The `backlog_forecast` table of the topics with a quota, checked in the window."""
     points = (in_window(checks, "ts_ms", at_ms, settings.window_ms)
               .select("ts_ms", "topic", "namespace", "backlog_size_bytes", "size_limit", "time_limit",
-                      F.coalesce(F.col("backlog_age_seconds"), F.lit(0)).cast("long").alias("_age")))
-    last = F.struct(F.col("ts_ms").alias("ts"), "namespace", "size_limit", "time_limit")
+                      F.coalesce(F.col("backlog_age_seconds"), F.lit(0)).cast("long").alias("_age"),
+                      F.col("backlog_age_seconds").cast("long").alias("_observed_age")))
+    last = F.struct(F.col("ts_ms").alias("ts"), "namespace", "size_limit", "time_limit", "_observed_age")
     agg = with_span(points, ["topic"], "ts_ms").groupBy("topic").agg(
         *point_aggregates("ts_ms", "backlog_size_bytes", "s_"), *point_aggregates("ts_ms", "_age", "a_"),
         F.max(last).alias("_last"))
@@ -38,12 +39,13 @@ def forecast_backlogs(checks: DataFrame, settings: ForecastSettings, at_ms: int)
     df = agg.select(
         "topic", F.col("_last.namespace").alias("namespace"), F.col("_last.ts").alias("observed_ts_ms"),
         F.col("s_last.v").alias("backlog_size_bytes"), F.col("_last.size_limit").alias("size_limit"),
-        F.col("a_last.v").alias("backlog_age_seconds"), F.col("_last.time_limit").alias("time_limit"),
+        F.col("_last._observed_age").alias("backlog_age_seconds"), F.col("a_last.v").alias("_age_last"),
+        F.col("_last.time_limit").alias("time_limit"),
         size_rate.alias("size_growth_bytes_per_second"), size_recent.alias("_size_recent"),
         age_rate.alias("age_growth_per_second"), age_recent.alias("_age_recent"),
     ).where((F.col("size_limit") >= 0) | (F.col("time_limit") > 0))
     h = settings.horizon_seconds
-    size, age = F.col("backlog_size_bytes"), F.col("backlog_age_seconds")
+    size, age = F.col("backlog_size_bytes"), F.col("_age_last")
     s_limit, t_limit = F.col("size_limit"), F.col("time_limit")
     s_rate, a_rate = F.col("size_growth_bytes_per_second"), F.col("age_growth_per_second")
     s_slow, s_fast = band(s_rate, F.col("_size_recent"))

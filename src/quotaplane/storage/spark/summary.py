@@ -18,7 +18,7 @@ from quotaplane.core.ordering import nulls_first
 from quotaplane.core.spark.side_by_side import side_by_side
 from quotaplane.storage.config import StorageConfig
 from quotaplane.storage.metrics import StorageMetricState
-from quotaplane.storage.summary import FALLBACK_EVENTS, EvaluationSummary, iso
+from quotaplane.storage.summary import FALLBACK_EVENTS, PERIODS, EvaluationSummary, iso
 
 UNIT = ["cluster", "observing_broker_id"]
 PLOT_BUCKETS = 600
@@ -104,6 +104,38 @@ def decision_groups(decisions: DataFrame, span: tuple[int, int] | None, buckets:
             [_event(e) for e in sorted(first_events, key=_event_order)[:events]])
 
 
+def throttled_periods(decisions: DataFrame, limit: int = PERIODS) -> list[dict[str, Any]]:
+    """Per unit, its throttled periods: runs of consecutive rounds with a factor below 1 and one
+    cause, the fallback reason in force (`fallback_reason`) or, without one, the throttling volume
+    (a change of either starts a new period). A period lasts from its first round until the unit's
+    next round after its last (`end_ms`; None when the unit is still throttled at its last round),
+    with its rounds and lowest factor. The first `limit` periods of each unit, each with the unit's
+    count of periods (`of`), in unit then time order."""
+    w = _unit_window()
+    throttled = F.col("throttle_factor") < 1.0
+    volume = F.col("fallback_reason").isNull()
+    cause = F.struct(F.col("fallback_reason").alias("reason"),
+                     F.when(volume, F.col("throttling_broker_id")).alias("broker_id"),
+                     F.when(volume, F.col("throttling_log_dir")).alias("log_dir"))
+    d = decisions.select(*UNIT, "ts_ms", "poll_id", "round_window", "throttle_factor",
+                         throttled.alias("throttled"),
+                         cause.alias("cause"), F.lead("ts_ms").over(w).alias("next_ms"))
+    continues = F.lag("throttled").over(w) & F.lag("cause").over(w).eqNullSafe(F.col("cause"))
+    starts = (F.col("throttled") & ~F.coalesce(continues, F.lit(False))).cast("int")
+    numbered = d.select("*", F.sum(starts).over(w.rowsBetween(Window.unboundedPreceding, 0)).alias("period"))
+    periods = numbered.where("throttled").groupBy(*UNIT, "period").agg(
+        F.min("ts_ms").alias("start_ms"), F.max_by("next_ms", "ts_ms").alias("end_ms"),
+        F.count(F.lit(1)).alias("rounds"), F.min("throttle_factor").alias("lowest_factor"),
+        F.first("cause").alias("cause"))
+    by_unit = Window.partitionBy(*UNIT)
+    ranked = periods.select("*", F.row_number().over(by_unit.orderBy("start_ms")).alias("n"),
+                            F.count(F.lit(1)).over(by_unit).alias("of"))
+    rows = ranked.where(F.col("n") <= limit).drop("period", "n").toArrow().to_pylist()
+    for r in rows:
+        r.update(r.pop("cause"))
+    return sorted(rows, key=lambda r: nulls_first(r["cluster"], r["observing_broker_id"], r["start_ms"]))
+
+
 def _event_order(e: dict[str, Any]) -> tuple[Any, ...]:
     """An event's round order, as Spark orders `EVENT_ORDER` ascending (nulls first)."""
     return nulls_first(*(e[k] for k in EVENT_ORDER))
@@ -136,7 +168,7 @@ def throttled_time(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
         "from": iso(r["first_ms"]), "to": iso(r["last_ms"]),
         "time_throttled_seconds": r["throttled_ms"] / 1000, "time_blocked_seconds": r["blocked_ms"] / 1000,
         "first_throttled": iso(r["first_throttled_ms"]), "first_blocked": iso(r["first_blocked_ms"]),
-        "lowest_factor": r["lowest_factor"],
+        "lowest_factor": r["lowest_factor"], "last_factor": r["last"]["throttle_factor"],
     } for r in units]
 
 
@@ -305,15 +337,16 @@ def summarise(label: str, config: StorageConfig, decisions: DataFrame, span: tup
     decisions): it sets the plots' buckets, so the summary's two actions do not wait for one another
     and run side by side: the small one over the decisions (`decision_groups`) and the aggregation
     of the observations."""
-    actions = [lambda: decision_groups(decisions, span)]
+    actions = [lambda: decision_groups(decisions, span), lambda: throttled_periods(decisions)]
     if span is not None and observations is not None:
         actions.append(lambda: volume_profile(observations, span))
     results = side_by_side(*actions)
     units, counts, series, events = results[0]
-    profile = results[1] if len(results) > 1 else []
+    periods = results[1]
+    profile = results[2] if len(results) > 2 else []
     summary = EvaluationSummary(
         label=label, config=config, units=throttled_time(units), fallbacks=fallbacks(counts),
         fallback_events=events,
         breaches=breaches(config, profile, decisions) if observations is not None else [],
-        factor_series=series, span=span)
+        factor_series=series, span=span, periods=periods)
     return summary, metric_states(config, units, counts, label), profile

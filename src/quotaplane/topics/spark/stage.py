@@ -29,6 +29,7 @@ from quotaplane.core.spark.readers import UsedAggregate, check_once
 from quotaplane.core.spark.session import shuffle_partitions, task_slots, tasks_for
 from quotaplane.core.spark.side_by_side import side_by_side
 from quotaplane.core.spark.tables import read_written, write_parquet
+from quotaplane.core.units import size_text
 from quotaplane.topics.config import TopicQuotaConfig, change_error
 from quotaplane.topics.engine.decision import DECISIONS
 from quotaplane.topics.engine.evaluate import MeterSnapshot
@@ -119,7 +120,7 @@ def run_stage(ctx: StageContext, config: TopicQuotaConfig, outputs: Outputs) -> 
         summary = _summary_of(config, by_decision, meter_rows, int(as_of))
         kpis = [("requests", f"{summary['requests']:,}"),
                 ("throttled requests", f"{summary['throttled_requests']:,}"),
-                ("throttled bytes", f"{summary['throttled_bytes']:,}"),
+                ("throttled bytes", size_text(summary["throttled_bytes"])),
                 ("error requests", f"{summary['error_requests']:,}"),
                 ("topics over threshold", summary["topics_over_threshold"]),
                 ("brokers", summary["brokers"])]
