@@ -27,12 +27,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from quotaplane.cli import main
 from quotaplane.client.metrics import ClientMetrics
+from quotaplane.core.policy import RunConfigs
 from quotaplane.core.runner import run_pipeline
 from quotaplane.live.metrics import LiveMetrics, LiveStatus
 from quotaplane.live.notice_channel import NoticeChannel
+from quotaplane.live.service import live_policies
 from quotaplane.registry import POLICIES
 from quotaplane.run_command import bundled_example
-from quotaplane.storage.config import load_storage_config
 from quotaplane.stream.status import StreamStatus
 
 REPO = Path(__file__).resolve().parents[2]
@@ -200,7 +201,9 @@ def _service_metrics() -> set[str]:
     collectors (before any round or commit: families without samples count)."""
     _, configs = bundled_example()
     assert configs.storage is not None
-    live = LiveMetrics(LiveStatus(load_storage_config(configs.storage), "c"))
+    loaded = {p.name: p.load_config(RunConfigs(storage=configs.storage)) for p in POLICIES if p.live}
+    deciders = [p.decider for p in live_policies(loaded, ("volumes", "partition_sizes"))]
+    live = LiveMetrics(LiveStatus("c"), deciders)
     return _family_names(live, StreamStatus(["storage"])) | {STREAM_WATERMARK}
 
 

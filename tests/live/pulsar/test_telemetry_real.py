@@ -81,14 +81,14 @@ def test_metrics_for_a_topic_match_pulsars_own(pulsar_broker: PulsarTarget) -> N
     compared = {}
     for name in ("pulsar_storage_backlog_size", "pulsar_storage_backlog_quota_limit",
                  "pulsar_storage_backlog_quota_limit_time", "pulsar_storage_backlog_age_seconds"):
-        (mine,) = metric_samples(ours, name, topic=topic)
+        (mine,) = metric_samples(ours, f"quotaplane_{name}", topic=topic)  # quotaplane's own prefix
         (pulsars,) = metric_samples(theirs, name, topic=topic)
         assert {k: mine[0][k] for k in ("cluster", "namespace", "topic")} == \
                {k: pulsars[0][k] for k in ("cluster", "namespace", "topic")}, name
         compared[name] = (mine[1], pulsars[1])
     for quota_type in ("size", "time"):
         compared[f"{EVICTIONS}{{{quota_type}}}"] = (
-            metric(ours, EVICTIONS, topic=topic, quota_type=quota_type),
+            metric(ours, f"quotaplane_{EVICTIONS}", topic=topic, quota_type=quota_type),
             metric(theirs, EVICTIONS, topic=topic, quota_type=quota_type))
     print("metrics (quotaplane, pulsar):", compared)
     for name, (mine_value, pulsar_value) in compared.items():
