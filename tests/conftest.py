@@ -1,4 +1,6 @@
-"""Shared test fixtures: one SparkSession per test process (`-n 2`: two), hypothesis profiles."""
+"""Shared test fixtures: one SparkSession per test process (`-n 2`: two), hypothesis profiles, and the
+real Kafka clusters and Prometheus (tests/support/kafka/fixtures.py: one of each per session, each
+cluster's tests in its own xdist group)."""
 
 from __future__ import annotations
 
@@ -35,7 +37,23 @@ settings.register_profile("differential", max_examples=4 * SCALE, deadline=None,
                           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
+from tests.support.kafka.fixtures import (  # noqa: E402  (the fixtures, shared by every test module)
+    assign_groups,
+    kafka_cluster,
+    kafka_metrics,
+    prometheus,
+    strimzi_cluster,
+    strimzi_metrics,
+)
+
+__all__ = ["kafka_cluster", "kafka_metrics", "prometheus", "strimzi_cluster", "strimzi_metrics"]
+
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups to name the tests
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    assign_groups(items)
 
 
 @pytest.fixture(scope="session")
