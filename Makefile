@@ -36,8 +36,8 @@ cluster-check: $(STAMP)
 check-prereqs:
 	@sh scripts/check-prereqs.sh "$(PYTHON)"
 
-# promtool for the metrics and alert rule tests: installed from Debian's prometheus package where
-# it is missing and we are root with apt-get; never fails the build (it prints why not).
+# Debian's prometheus package (the prometheus server the tests start, and promtool): installed when
+# missing where we are root with apt-get; the tests fail without it, so this stops `make test` first.
 promtool:
 	@sh scripts/install-promtool.sh
 

@@ -6,7 +6,6 @@ registering again after a drop, bad commands counted and ignored) and the Pulsar
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import struct
 import subprocess
@@ -38,6 +37,7 @@ from quotaplane.notices.protocol import (
     register_producer,
     throttle_producer,
 )
+from tests.support import tools
 
 TOPIC = Reason.TopicProduceQuotaExceeded
 PULSAR_URL_ENV = "QUOTAPLANE_PULSAR_URL"
@@ -309,9 +309,7 @@ def test_throttled_times_counts_commands_by_reason_and_topic() -> None:
 
 
 def test_promtool_finds_nothing_to_say_about_the_metrics() -> None:
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        pytest.skip("promtool is not installed")
+    promtool = tools.promtool()
     registry = CollectorRegistry()
     metrics = ClientMetrics(registry)
     metrics.throttled("TopicProduceQuotaExceeded", "a")

@@ -5,7 +5,6 @@ channel"): the flow, the receipt outcomes, bad peers, the metrics, and `quotapla
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import socket
 import subprocess
@@ -26,6 +25,7 @@ from quotaplane.notices import notices_pb2 as pb
 from quotaplane.notices import protocol
 from quotaplane.notices.protocol import FrameReader, Reason
 from quotaplane.storage.config import parse_storage_config
+from tests.support import tools
 
 TOPIC = Reason.TopicProduceQuotaExceeded
 S = "client.quota.callback.static."
@@ -367,9 +367,7 @@ def test_a_port_in_use_is_an_error_naming_it() -> None:
 
 
 def test_promtool_accepts_the_channel_metrics(channel: NoticeChannel, tmp_path: Path) -> None:
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        pytest.skip("promtool is not installed (`make promtool`)")
+    promtool = tools.promtool()
     client = Client(channel.address)
     client.send(protocol.register_producer(1, "t"))
     registered(channel, 1)
