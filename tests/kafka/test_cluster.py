@@ -112,6 +112,7 @@ def test_a_node_killed_with_9_comes_back_on_its_data(kafka_cluster: KafkaCluster
     assert sorted(active_brokers(kafka_cluster.bootstrap)) == [1, 2, 3]
 
 
+@pytest.mark.own_kafka
 def test_a_node_that_cannot_start_fails_with_the_tail_of_its_log() -> None:
     """Its own one-node cluster (not the session's): formatted, its controller port taken; then free,
     with a start deadline shorter than any start."""

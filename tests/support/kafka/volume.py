@@ -62,8 +62,9 @@ class Volume:
         """Unmount (the tmpfs content goes with it); a plain directory is left to its owner."""
         if self.mounted:
             subprocess.run(["umount", str(self.path)], check=False, capture_output=True)
-            if not os.path.ismount(self.path):
-                self.mounted = False
+            if os.path.ismount(self.path):  # still busy: detach it now, freed once its last user ends
+                subprocess.run(["umount", "--lazy", str(self.path)], check=False, capture_output=True)
+            self.mounted = os.path.ismount(self.path)
 
 
 def release_stale(root: Path, prefix: str) -> list[Path]:
