@@ -38,6 +38,7 @@ settings.register_profile("differential", max_examples=4 * SCALE, deadline=None,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 from tests.support.kafka.fixtures import (  # noqa: E402  (the fixtures, shared by every test module)
+    GroupIds,
     assign_groups,
     kafka_cluster,
     kafka_metrics,
@@ -54,6 +55,10 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups to name the tests
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     assign_groups(items)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(GroupIds(), "quotaplane-xdist-group-ids")
 
 
 @pytest.fixture(scope="session")

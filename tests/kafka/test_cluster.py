@@ -60,6 +60,15 @@ def test_every_node_serves_and_a_message_goes_round(kafka_cluster: KafkaCluster)
     assert consume(kafka_cluster.bootstrap, topic, 2) == [b"a", b"b"]
 
 
+def test_the_cluster_tests_run_in_their_xdist_group(request: pytest.FixtureRequest,
+                                                   kafka_cluster: KafkaCluster) -> None:
+    """Under `--dist loadgroup` every test of the session cluster carries its group in its id, so one
+    worker runs them all and the cluster starts once (tests/support/kafka/fixtures.py)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        assert request.node.nodeid.endswith("@kafka")
+    assert request.node.get_closest_marker("xdist_group").args == ("kafka",)
+
+
 @pytest.mark.own_kafka
 def test_each_log_dir_is_on_its_own_volume_off_the_metadata_log(kafka_cluster: KafkaCluster) -> None:
     devices = set()

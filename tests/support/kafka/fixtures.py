@@ -52,6 +52,24 @@ def assign_groups(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.skip(reason=NEEDS_OWN))
 
 
+class GroupIds:
+    """Makes xdist's `--dist loadgroup` work on pytest 9: xdist 3.8 (the newest) marks a grouped test
+    by appending `@<group>` to `item._nodeid`, which pytest 9 no longer reads (a node id is now
+    `str(item._id)`), so the controller would see no group at all. Registered by tests/conftest.py,
+    this runs after xdist's hook and carries the suffix into `_id`, as pytest 8 did."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        try:
+            from _pytest.nodeid import NodeId
+        except ImportError:  # pytest 8 and older read `_nodeid`: nothing to carry
+            return
+        for item in items:
+            suffixed = item.__dict__.get("_nodeid")
+            if isinstance(suffixed, str) and suffixed != item.nodeid:
+                item._id = NodeId.parse(suffixed)
+
+
 def _report(cluster: KafkaCluster) -> None:
     for note in cluster.notes():
         warnings.warn(f"Kafka test cluster: {note}", stacklevel=2)
