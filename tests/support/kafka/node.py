@@ -22,8 +22,8 @@ from tests.support.kafka.volume import Volume
 
 STARTED = "Kafka Server started"  # KafkaRaftServer's line once the broker is unfenced and serving
 FATAL = "Fatal error during"  # "... KafkaRaftServer startup. Prepare to shutdown": it exits next
-# A test broker handles little traffic: the quick compiler alone starts it in about half the time on
-# two busy cores, and a heap this size holds what the tests write.
+# A test broker handles little traffic, so the quick compiler alone (C2's compilations only slow its
+# start on shared cores) and a small heap with the serial collector are enough.
 JVM_OPTIONS = ("-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
 TAIL_LINES = 40
 
@@ -103,19 +103,18 @@ class Node:
         """Start `StorageTool format` for this node (the caller waits: nodes format in parallel)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.metadata_dir.mkdir(parents=True, exist_ok=True)
-        out = (self.logs / "format.log").open("wb")
         command = self._command("kafka.tools.StorageTool", "format", "-c", str(self.config_file),
                                 "-t", cluster_id, agent=False)
-        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        with (self.logs / "format.log").open("wb") as out:
+            return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
     def start(self) -> None:
         if self.alive():
             raise NodeFailed(f"node {self.node_id} is already running (pid {self.process.pid})")
         self._started_from = self.server_log.stat().st_size if self.server_log.exists() else 0
-        out = self.stdout_log.open("ab")
-        self.process = subprocess.Popen(self._command("kafka.Kafka", str(self.config_file), agent=True),
-                                        stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        out.close()
+        with self.stdout_log.open("ab") as out:
+            self.process = subprocess.Popen(self._command("kafka.Kafka", str(self.config_file), agent=True),
+                                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
     def _logged(self) -> bytes:
         """What the current process has logged so far."""

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-HOST = "127.0.0.1"
+from tests.support.kafka.ports import HOST
 
 
 @dataclass(frozen=True)
