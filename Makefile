@@ -10,7 +10,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 # Keep the embedded Spark on loopback.
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: run test lint bench bench-stream cluster-check check-prereqs test-tools promtool java-parts pulsar clean
+.PHONY: run test lint bench bench-stream cluster-check kafka check-prereqs test-tools promtool java-parts pulsar clean
 
 run: $(STAMP)
 	$(BIN)/quotaplane run
@@ -32,6 +32,11 @@ bench-stream: $(STAMP)
 # The bundled example on a loopback standalone master with two workers must decide like local[*].
 cluster-check: $(STAMP)
 	$(BIN)/python -m tests.support.cluster_check standalone
+
+# The tests' real Kafka cluster for people: 3 KRaft nodes on loopback, each log dir on its own tmpfs;
+# prints the bootstrap servers and a storage config for `quotaplane serve`; Ctrl-C stops it.
+kafka: $(STAMP) java-parts
+	$(BIN)/python -m tests.support.kafka
 
 check-prereqs:
 	@sh scripts/check-prereqs.sh "$(PYTHON)"

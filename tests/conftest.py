@@ -1,4 +1,7 @@
-"""Shared test fixtures: one SparkSession per test process (`-n 2`: two), hypothesis profiles."""
+"""Shared test fixtures: one SparkSession per test process (`-n 2`: two), hypothesis profiles, and the
+real Kafka clusters and Prometheus (tests/support/kafka/fixtures.py: one of each per session, each
+cluster's tests in its own xdist group), and the real Pulsar (tests/support/pulsar: one per session,
+its tests in the xdist group `pulsar`)."""
 
 from __future__ import annotations
 
@@ -35,7 +38,28 @@ settings.register_profile("differential", max_examples=4 * SCALE, deadline=None,
                           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
+from tests.support.kafka.fixtures import (  # noqa: E402  (the fixtures, shared by every test module)
+    GroupIds,
+    assign_groups,
+    kafka_cluster,
+    kafka_metrics,
+    prometheus,
+    strimzi_cluster,
+    strimzi_metrics,
+)
+
+__all__ = ["kafka_cluster", "kafka_metrics", "prometheus", "strimzi_cluster", "strimzi_metrics"]
+
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups to name the tests
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    assign_groups(items)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(GroupIds(), "quotaplane-xdist-group-ids")
 
 
 @pytest.fixture(scope="session")
@@ -51,28 +75,6 @@ def spark() -> Iterator[object]:
     )
     yield session
     session.stop()
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep each `xdist_group` on one worker under `--dist=loadgroup`.
-
-    pytest-xdist 3.8 marks a grouped test by appending `@<group>` to `item._nodeid`, which pytest 9 no
-    longer reads (a node id is `item._id`), so without this the group is spread over both workers and
-    each starts its own real cluster. The id gets the suffix the way xdist meant it; a parametrized
-    test's id then shows a stray `]` after the group in reports.
-    """
-    if not getattr(config.option, "loadgroup", False):
-        return
-    from _pytest.nodeid import NodeId
-
-    for item in items:
-        groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
-                         for m in item.iter_markers("xdist_group")})
-        suffix = "@" + "_".join(groups)
-        if groups and not item.nodeid.endswith(suffix):
-            path, _, tail = item.nodeid.partition("::")
-            item._id = NodeId(path=path, names=(tail + suffix,))  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")

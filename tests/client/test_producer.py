@@ -5,7 +5,6 @@ registering again after a drop, bad commands counted and ignored) and the Pulsar
 
 from __future__ import annotations
 
-import shutil
 import socket
 import struct
 import subprocess
@@ -37,6 +36,7 @@ from quotaplane.notices.protocol import (
     register_producer,
     throttle_producer,
 )
+from tests.support import tools
 from tests.support.pulsar.fixture import PulsarTarget
 
 TOPIC = Reason.TopicProduceQuotaExceeded
@@ -308,9 +308,7 @@ def test_throttled_times_counts_commands_by_reason_and_topic() -> None:
 
 
 def test_promtool_finds_nothing_to_say_about_the_metrics() -> None:
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        pytest.fail("promtool is not installed (`make promtool` installs Debian's prometheus package)")
+    promtool = tools.promtool()
     registry = CollectorRegistry()
     metrics = ClientMetrics(registry)
     metrics.throttled("TopicProduceQuotaExceeded", "a")

@@ -5,8 +5,8 @@
 `quotaplane <policy> evaluate` that has one. The alert rules in deploy/prometheus pass
 `promtool check rules` and their unit tests, and fire on the bundled example's metrics the alerts
 its end state calls for; the Grafana dashboard's queries parse, and the rules and the dashboard
-name only metrics that quotaplane exports. promtool must be installed: `make test` installs Debian's
-`prometheus` package, which ships it (scripts/install-debian-tool.sh); without it these tests fail.
+name only metrics that quotaplane exports. promtool comes with Debian's `prometheus` package, which
+`make test` installs; without it these tests fail, saying so.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import io
 import json
 import math
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from quotaplane.live.service import live_policies
 from quotaplane.registry import POLICIES
 from quotaplane.run_command import bundled_example
 from quotaplane.stream.status import StreamStatus
+from tests.support import tools
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "deploy" / "prometheus" / "quotaplane-rules.yml"
@@ -55,11 +55,7 @@ STORAGE_ALERTS = ("QuotaplaneThrottlingActive", "QuotaplaneFallbackApplied", "Qu
 
 
 def promtool_path() -> str:
-    path = shutil.which("promtool")
-    if path is None:
-        pytest.fail("promtool is not installed: `make promtool` installs Debian's prometheus package "
-                    "(as root, with apt-get)")
-    return path
+    return tools.promtool()
 
 
 def promtool(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 import signal
 import socket
 import subprocess
@@ -27,6 +26,7 @@ from quotaplane.notices import notices_pb2 as pb
 from quotaplane.notices import protocol
 from quotaplane.notices.protocol import FrameReader, Reason
 from quotaplane.storage.config import parse_storage_config
+from tests.support import tools
 
 TOPIC = Reason.TopicProduceQuotaExceeded
 S = "client.quota.callback.static."
@@ -368,9 +368,7 @@ def test_a_port_in_use_is_an_error_naming_it() -> None:
 
 
 def test_promtool_accepts_the_channel_metrics(channel: NoticeChannel, tmp_path: Path) -> None:
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        pytest.fail("promtool is not installed (`make promtool` installs Debian's prometheus package)")
+    promtool = tools.promtool()
     client = Client(channel.address)
     client.send(protocol.register_producer(1, "t"))
     registered(channel, 1)

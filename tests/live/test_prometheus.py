@@ -1,10 +1,9 @@
-"""A real Prometheus (Debian's `prometheus`, installed by `make test` where it can be) scrapes
+"""A real Prometheus (Debian's `prometheus`, which `make test` installs) scrapes
 `quotaplane serve --replay`, and its query API returns the throttle factor the service decided."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import subprocess
 import sys
@@ -13,17 +12,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-import pytest
+from tests.support import tools
 
-MISSING = "is not installed (Debian package prometheus; `make test` installs it, as root with apt-get)"
-
-
-def tool(name: str) -> str:
-    """The path of `name` from Debian's prometheus package; the test fails without it."""
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"{name} {MISSING}")
-    return path
 S = "client.quota.callback.static."
 
 
@@ -61,7 +51,7 @@ def test_prometheus_scrapes_the_service_and_returns_its_factor(tmp_path: Path) -
         f"scrape_configs:\n  - job_name: quotaplane\n    static_configs:\n"
         f"      - targets: ['127.0.0.1:{service_port}']\n")
     prometheus = subprocess.Popen(
-        [tool("prometheus"), f"--config.file={tmp_path / 'prometheus.yml'}",
+        [tools.prometheus(), f"--config.file={tmp_path / 'prometheus.yml'}",
          f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{prom_port}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     service = subprocess.Popen(
@@ -89,7 +79,6 @@ def test_prometheus_scrapes_the_service_and_returns_its_factor(tmp_path: Path) -
 
 
 def test_the_service_metrics_pass_promtool(tmp_path: Path) -> None:
-    promtool = tool("promtool")
     from prometheus_client import CollectorRegistry, generate_latest
 
     from quotaplane.live.metrics import LiveMetrics
@@ -107,6 +96,6 @@ def test_the_service_metrics_pass_promtool(tmp_path: Path) -> None:
     registry.register(LiveMetrics(svc.status, [p.decider for p in svc.policies]))
     text = generate_latest(registry)
     assert b"quotaplane_storage_collection_errors_total" in text
-    check = subprocess.run([promtool, "check", "metrics"], input=text,
+    check = subprocess.run([tools.promtool(), "check", "metrics"], input=text,
                            capture_output=True, timeout=60)
     assert (check.stdout + check.stderr).decode().strip() == ""

@@ -1,8 +1,7 @@
-"""`quotaplane stream`'s options and errors, and its metrics (checked by promtool where installed)."""
+"""`quotaplane stream`'s options and errors, and its metrics (checked by promtool)."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import urllib.request
 from pathlib import Path
@@ -13,6 +12,7 @@ from prometheus_client import generate_latest
 from quotaplane.cli import main
 from quotaplane.stream.commits import Commit
 from quotaplane.stream.status import StreamStatus
+from tests.support import tools
 
 
 def test_a_stream_without_any_policy_configuration_is_refused(tmp_path: Path, capsys) -> None:
@@ -92,9 +92,7 @@ def test_the_metrics_are_served_and_pass_promtool(tmp_path: Path) -> None:
     finally:
         server.close()
     assert b"quotaplane_stream_commits_total 3.0" in body
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        pytest.fail("promtool is not installed (make promtool installs it from Debian's prometheus package)")
+    promtool = tools.promtool()
     check = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True, timeout=60)
     assert check.returncode == 0, check.stdout.decode() + check.stderr.decode()
 

